@@ -1,0 +1,467 @@
+"""Typed request/response headers (reference §4): conversion to and from `extFields`.
+
+Each header is a msgspec Struct whose attributes are snake_case and whose wire names are the Java field
+names. `Header.from_ext(ext)` parses string values by declared type (booleans: "true"/"false" in any case, and
+"1"/"0"; any other text is false as in Java; an empty value counts as absent) and raises `ProtocolError` naming the wire
+field when a required field is missing or a value does not parse (stricter than Java, which only logs).
+`header.to_ext()` gives the `dict[str, str]` a command carries; None fields are omitted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, TypeVar
+
+import msgspec
+
+from .errors import ProtocolError
+
+H = TypeVar("H", bound="CommandHeader")
+_WIRE_NAME = re.compile(r"`\$\.([^`\[]+)`|field `([^`]+)`")
+
+
+def camel_except(**overrides: str):
+    """A msgspec `rename` callable: Java camelCase names, with a few fields spelled otherwise."""
+    def rename(name: str) -> str:
+        if name in overrides:
+            return overrides[name]
+        head, *rest = name.split("_")
+        return head + "".join(p.title() for p in rest)
+    return rename
+
+
+class CommandHeader(msgspec.Struct, kw_only=True, rename="camel"):
+    """Base of every typed header."""
+
+    # wire name -> Java field name, for error messages of the V2 one-letter form
+    _long_names: ClassVar[dict[str, str]] = {}
+    _bool_keys: ClassVar[tuple[str, ...] | None] = None
+    _nonstr_keys: ClassVar[tuple[str, ...] | None] = None
+    _out_fields: ClassVar[tuple[tuple[str, str], ...] | None] = None
+
+    @classmethod
+    def _prepare(cls) -> None:
+        info = msgspec.structs.fields(cls)
+        cls._bool_keys = tuple(f.encode_name for f in info if _is_type(f.type, bool))
+        cls._nonstr_keys = tuple(f.encode_name for f in info if not _is_type(f.type, str))
+        cls._out_fields = tuple((f.name, f.encode_name) for f in info)
+
+    @classmethod
+    def from_ext(cls: type[H], ext: dict[str, str] | None) -> H:
+        try:  # fast path: every value already parses
+            return msgspec.convert(ext or {}, cls, strict=False)
+        except msgspec.ValidationError:
+            pass
+        if cls._nonstr_keys is None:
+            cls._prepare()
+        ext = dict(ext or {})
+        for key in cls._nonstr_keys:  # type: ignore[union-attr]
+            value = ext.get(key)
+            if value is None:
+                continue
+            if value == "":  # Java: an unparsable/empty value leaves the field at its default
+                del ext[key]
+            elif key in cls._bool_keys:  # type: ignore[operator]
+                ext[key] = "true" if str(value).lower() == "true" else "false"
+        try:
+            return msgspec.convert(ext, cls, strict=False)
+        except msgspec.ValidationError as exc:
+            raise cls._error(exc, ext) from None
+
+    @classmethod
+    def _error(cls, exc: msgspec.ValidationError, ext: dict[str, str]) -> ProtocolError:
+        text = str(exc)
+        m = _WIRE_NAME.search(text)
+        wire = (m.group(1) or m.group(2)) if m else None
+        if wire is None:
+            return ProtocolError(f"invalid {cls.__name__}: {text}")
+        name = cls._long_names.get(wire, wire)
+        shown = f"`{wire}` ({name})" if name != wire else f"`{wire}`"
+        if "missing required field" in text:
+            return ProtocolError(f"missing required header field {shown}")
+        return ProtocolError(f"invalid value {ext.get(wire)!r} for header field {shown}: {text.split(' - ')[0]}")
+
+    def to_ext(self) -> dict[str, str]:
+        cls = type(self)
+        if cls._out_fields is None:
+            cls._prepare()
+        out: dict[str, str] = {}
+        for attr, wire in cls._out_fields:  # type: ignore[union-attr]
+            value = getattr(self, attr)
+            if value is None:
+                continue
+            if value is True:
+                out[wire] = "true"
+            elif value is False:
+                out[wire] = "false"
+            else:
+                out[wire] = value if type(value) is str else str(value)
+        return out
+
+
+def _is_type(annotation: Any, t: type) -> bool:
+    if annotation is t:
+        return True
+    args = getattr(annotation, "__args__", None)
+    return bool(args) and t in args and all(a is t or a is type(None) for a in args)
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.1 Sending
+# --------------------------------------------------------------------------------------------------
+class SendMessageRequestHeader(CommandHeader, kw_only=True):
+    """SEND_MESSAGE (10) with long names; also the decoded form of the V2 header."""
+
+    producer_group: str
+    topic: str
+    default_topic: str = "TBW102"
+    default_topic_queue_nums: int = 4
+    queue_id: int
+    sys_flag: int = 0
+    born_timestamp: int
+    flag: int = 0
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+    bname: str | None = None
+
+    def to_v2(self) -> SendMessageRequestHeaderV2:
+        return SendMessageRequestHeaderV2(**msgspec.structs.asdict(self))
+
+
+_V2_LETTERS = {"producer_group": "a", "topic": "b", "default_topic": "c", "default_topic_queue_nums": "d",
+               "queue_id": "e", "sys_flag": "f", "born_timestamp": "g", "flag": "h", "properties": "i",
+               "reconsume_times": "j", "unit_mode": "k", "max_reconsume_times": "l", "batch": "m", "bname": "n"}
+
+
+def _v2_to_v1(self: Any) -> SendMessageRequestHeader:
+    return SendMessageRequestHeader(**msgspec.structs.asdict(self))
+
+
+#: SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): the same fields under one-letter names.
+SendMessageRequestHeaderV2: type[CommandHeader] = msgspec.defstruct(
+    "SendMessageRequestHeaderV2",
+    [(f.name, f.type, f.default) if f.required is False else (f.name, f.type)
+     for f in msgspec.structs.fields(SendMessageRequestHeader)],
+    bases=(CommandHeader,), kw_only=True, rename=_V2_LETTERS, module=__name__,
+    namespace={"to_v1": _v2_to_v1, "_long_names": {
+        letter: msgspec.structs.fields(SendMessageRequestHeader)[i].encode_name
+        for i, letter in enumerate(_V2_LETTERS[f.name] for f in msgspec.structs.fields(SendMessageRequestHeader))
+    }},
+)
+
+
+def decode_send_header(code: int, ext: dict[str, str] | None) -> SendMessageRequestHeader:
+    """The send header of SEND_MESSAGE (long names) or SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (letters).
+
+    Both classes have the same attributes, so callers use the result the same way whatever the code.
+    """
+    if code == 10:
+        return SendMessageRequestHeader.from_ext(ext)
+    return SendMessageRequestHeaderV2.from_ext(ext)  # type: ignore[return-value]
+
+
+class SendMessageResponseHeader(CommandHeader, kw_only=True):
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.2 Pulling
+# --------------------------------------------------------------------------------------------------
+class PullMessageRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int = 0
+    suspend_timeout_millis: int = 0
+    subscription: str | None = None
+    sub_version: int = 0
+    expression_type: str | None = None
+    bname: str | None = None
+
+
+class PullMessageResponseHeader(CommandHeader, kw_only=True):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.3 Offsets
+# --------------------------------------------------------------------------------------------------
+class QueryConsumerOffsetRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    set_zero_if_not_found: bool | None = None
+    bname: str | None = None
+
+
+class QueryConsumerOffsetResponseHeader(CommandHeader, kw_only=True):
+    offset: int
+
+
+class UpdateConsumerOffsetRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+    bname: str | None = None
+
+
+class SearchOffsetRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    queue_id: int
+    timestamp: int
+    bname: str | None = None
+
+
+class OffsetResponseHeader(CommandHeader, kw_only=True):
+    """Response of SEARCH_OFFSET_BY_TIMESTAMP, GET_MAX_OFFSET and GET_MIN_OFFSET."""
+
+    offset: int
+
+
+SearchOffsetResponseHeader = GetMaxOffsetResponseHeader = GetMinOffsetResponseHeader = OffsetResponseHeader
+
+
+class QueueRequestHeader(CommandHeader, kw_only=True):
+    """Request of GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME."""
+
+    topic: str
+    queue_id: int
+    bname: str | None = None
+
+
+GetMaxOffsetRequestHeader = GetMinOffsetRequestHeader = GetEarliestMsgStoretimeRequestHeader = QueueRequestHeader
+
+
+class GetEarliestMsgStoretimeResponseHeader(CommandHeader, kw_only=True):
+    timestamp: int
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.4 Querying / viewing messages
+# --------------------------------------------------------------------------------------------------
+class ViewMessageRequestHeader(CommandHeader, kw_only=True):
+    offset: int
+
+
+class QueryMessageRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+class QueryMessageResponseHeader(CommandHeader, kw_only=True):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.5 Client management, §4.6 transactions
+# --------------------------------------------------------------------------------------------------
+class UnregisterClientRequestHeader(CommandHeader, kw_only=True, rename=camel_except(client_id="clientID")):
+    client_id: str
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+class GroupRequestHeader(CommandHeader, kw_only=True):
+    """GET_CONSUMER_LIST_BY_GROUP, NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_CONNECTION_LIST."""
+
+    consumer_group: str
+
+
+GetConsumerListByGroupRequestHeader = NotifyConsumerIdsChangedRequestHeader = GroupRequestHeader
+GetConsumerConnectionListRequestHeader = GroupRequestHeader
+
+
+class ConsumerSendMsgBackRequestHeader(CommandHeader, kw_only=True):
+    offset: int
+    group: str
+    delay_level: int = 0
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+class EndTransactionRequestHeader(CommandHeader, kw_only=True):
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    commit_or_rollback: int
+    from_transaction_check: bool = False
+    msg_id: str
+    transaction_id: str | None = None
+
+
+class CheckTransactionStateRequestHeader(CommandHeader, kw_only=True):
+    tran_state_table_offset: int
+    commit_log_offset: int
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.7 Admin and relayed requests
+# --------------------------------------------------------------------------------------------------
+class ResetOffsetRequestHeader(CommandHeader, kw_only=True, rename=camel_except(is_force="isForce")):
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220)."""
+
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool = False
+    queue_id: int | None = None  # 5.x
+    offset: int | None = None  # 5.x
+
+
+class GetConsumerStatusRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    group: str
+    client_addr: str | None = None
+
+
+class GetConsumerRunningInfoRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    client_id: str
+    jstack_enable: bool = False
+
+
+class ConsumeMessageDirectlyResultRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    client_id: str | None = None
+    msg_id: str | None = None
+    broker_name: str | None = None
+
+
+class GetConsumeStatsRequestHeader(CommandHeader, kw_only=True):
+    consumer_group: str
+    topic: str | None = None
+
+
+class GetProducerConnectionListRequestHeader(CommandHeader, kw_only=True):
+    producer_group: str
+
+
+class TopicRequestHeader(CommandHeader, kw_only=True):
+    """GET_TOPIC_STATS_INFO, DELETE_TOPIC_IN_BROKER, QUERY_TOPIC_CONSUME_BY_WHO."""
+
+    topic: str
+
+
+GetTopicStatsInfoRequestHeader = DeleteTopicRequestHeader = QueryTopicConsumeByWhoRequestHeader = TopicRequestHeader
+
+
+class CreateTopicRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    default_topic: str = "TBW102"
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int | None = None
+    order: bool = False
+
+
+class DeleteSubscriptionGroupRequestHeader(CommandHeader, kw_only=True):
+    group_name: str
+    remove_offset: bool = False
+
+
+class LockBatchMqRequestHeader(CommandHeader, kw_only=True):
+    """LOCK/UNLOCK_BATCH_MQ carry no header fields (the request is in the body); 4.9.5+ may add bname."""
+
+    bname: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# §4.8 Name server
+# --------------------------------------------------------------------------------------------------
+class GetRouteInfoRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    accept_standard_json_only: bool | None = None
+
+
+class BrokerIdentityHeader(CommandHeader, kw_only=True):
+    """UNREGISTER_BROKER (104) and QUERY_DATA_VERSION (322)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+UnRegisterBrokerRequestHeader = QueryDataVersionRequestHeader = BrokerIdentityHeader
+
+
+class RegisterBrokerRequestHeader(CommandHeader, kw_only=True):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str = ""
+    broker_id: int
+    compressed: bool = False
+    body_crc32: int = 0
+
+
+class RegisterBrokerResponseHeader(CommandHeader, kw_only=True):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+class QueryDataVersionResponseHeader(CommandHeader, kw_only=True):
+    changed: bool
+
+
+class KVConfigRequestHeader(CommandHeader, kw_only=True):
+    """GET_KV_CONFIG (101), DELETE_KV_CONFIG (102)."""
+
+    namespace: str
+    key: str
+
+
+GetKVConfigRequestHeader = DeleteKVConfigRequestHeader = KVConfigRequestHeader
+
+
+class GetKVConfigResponseHeader(CommandHeader, kw_only=True):
+    value: str | None = None
+
+
+class PutKVConfigRequestHeader(CommandHeader, kw_only=True):
+    namespace: str
+    key: str
+    value: str
+
+
+class GetKVListByNamespaceRequestHeader(CommandHeader, kw_only=True):
+    namespace: str
+
+
+class DeleteTopicFromNamesrvRequestHeader(CommandHeader, kw_only=True):
+    topic: str
+    cluster_name: str | None = None
+
+
+class GetTopicsByClusterRequestHeader(CommandHeader, kw_only=True):
+    cluster: str
+
+
+class BrokerNameRequestHeader(CommandHeader, kw_only=True):
+    """WIPE_WRITE_PERM_OF_BROKER (205), ADD_WRITE_PERM_OF_BROKER (327)."""
+
+    broker_name: str
