@@ -1,0 +1,170 @@
+"""Typed JSON bodies of admin requests and config files: stats, reset offset, topic/group configs, offset files
+(reference §6.3, §8.8, §9.11, §9.12, §10.6).
+
+Maps keyed by `MessageQueue` are written with object-form keys (`{{"brokerName":..}:42}`, §6.1 rule 4); the
+file wrappers (`ConsumerOffsetSerializeWrapper`, `OffsetSerializeWrapper`) encode pretty by default, in the
+layout a Java process writes to disk (§6.1 rule 5).
+"""
+
+from __future__ import annotations
+
+import time
+from enum import IntEnum
+
+import msgspec
+
+from . import fastjson
+from .bodies import Body, MessageQueue, utf8
+
+__all__ = [
+    "ResetOffsetBody", "GetConsumerStatusBody", "OffsetWrapper", "ConsumeStats", "TopicOffset",
+    "TopicStatsTable", "TopicFilterType", "TopicConfig", "DataVersion", "TopicConfigSerializeWrapper",
+    "SubscriptionGroupConfig", "SubscriptionGroupWrapper", "ConsumerOffsetSerializeWrapper",
+    "OffsetSerializeWrapper",
+]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# --------------------------------------------------------------------------------------------------
+# Reset offset, consumer status
+# --------------------------------------------------------------------------------------------------
+class ResetOffsetBody(Body):
+    """Queue -> new offset. `encode()` is the Java object-key form, `encode_for_c()` the C++ list form
+    (`ResetOffsetBodyForC`); `decode` accepts both, and Go's gson-style `[[{mq}, n], ...]` pairs."""
+
+    offset_table: dict[MessageQueue, int] = msgspec.field(default_factory=dict)
+
+    def encode_for_c(self) -> bytes:
+        """`{"offsetTable":[{"brokerName":..,"offset":..,"queueId":..,"topic":..}]}`: standard JSON."""
+        entries = [{"brokerName": mq.broker_name, "offset": offset, "queueId": mq.queue_id, "topic": mq.topic}
+                   for mq, offset in self.offset_table.items()]
+        return utf8(fastjson.dumps({"offsetTable": entries}))
+
+
+class GetConsumerStatusBody(Body):
+    """221 answer from a client (`message_queue_table`) / 223 answer to admin (`consumer_table` by clientId)."""
+
+    message_queue_table: dict[MessageQueue, int] = msgspec.field(default_factory=dict)
+    consumer_table: dict[str, dict[MessageQueue, int]] = msgspec.field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# Stats
+# --------------------------------------------------------------------------------------------------
+class OffsetWrapper(Body):
+    """Per-queue progress of a group; `pull_offset` (5.x) is written only when set."""
+
+    broker_offset: int = 0
+    consumer_offset: int = 0
+    last_timestamp: int = 0
+    pull_offset: int | None = None
+
+
+class ConsumeStats(Body):
+    consume_tps: float = 0.0
+    offset_table: dict[MessageQueue, OffsetWrapper] = msgspec.field(default_factory=dict)
+
+    def total_diff(self) -> int:
+        """Sum over queues of broker offset minus consumer offset (Java `computeTotalDiff`)."""
+        return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+
+class TopicOffset(Body):
+    min_offset: int = 0
+    max_offset: int = 0
+    last_update_timestamp: int = 0
+
+
+class TopicStatsTable(Body):
+    offset_table: dict[MessageQueue, TopicOffset] = msgspec.field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# Topic and subscription-group configs
+# --------------------------------------------------------------------------------------------------
+class TopicFilterType(IntEnum):
+    SINGLE_TAG = 0
+    MULTI_TAG = 1
+
+
+class TopicConfig(Body):
+    """One topic of topics.json / GET_ALL_TOPIC_CONFIG, with the Java defaults."""
+
+    topic_name: str = ""
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = 6
+    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+
+class DataVersion(Body):
+    """Change stamp of a config table; the name server skips registrations whose version it already has."""
+
+    timestamp: int = msgspec.field(default_factory=_now_ms)
+    counter: int = 0
+
+    def next_version(self, timestamp_ms: int | None = None) -> DataVersion:
+        """The version after one more change: counter + 1, timestamp now (or `timestamp_ms`)."""
+        return DataVersion(timestamp=_now_ms() if timestamp_ms is None else timestamp_ms, counter=self.counter + 1)
+
+
+class _ConfigFile(Body):
+    def encode(self, pretty: bool = False) -> bytes:  # type: ignore[override]
+        """Compact for the wire, `pretty=True` for the file layout (§6.1 rule 5)."""
+        return utf8(fastjson.dumps(self, pretty=pretty))
+
+
+class TopicConfigSerializeWrapper(_ConfigFile):
+    """GET_ALL_TOPIC_CONFIG body, part of RegisterBrokerBody, and topics.json (`encode(pretty=True)`)."""
+
+    topic_config_table: dict[str, TopicConfig] = msgspec.field(default_factory=dict)
+    data_version: DataVersion = msgspec.field(default_factory=DataVersion)
+
+
+class SubscriptionGroupConfig(Body):
+    """One group of subscriptionGroup.json (200 body), with the Java defaults."""
+
+    group_name: str = ""
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+
+class SubscriptionGroupWrapper(_ConfigFile):
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG body and subscriptionGroup.json."""
+
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = msgspec.field(default_factory=dict)
+    data_version: DataVersion = msgspec.field(default_factory=DataVersion)
+
+
+# --------------------------------------------------------------------------------------------------
+# Offset files
+# --------------------------------------------------------------------------------------------------
+class _PrettyFile(Body):
+    def encode(self, pretty: bool = True) -> bytes:  # type: ignore[override]
+        """The file layout by default (§6.1 rule 5); `pretty=False` for compact text."""
+        return utf8(fastjson.dumps(self, pretty=pretty))
+
+
+class ConsumerOffsetSerializeWrapper(_PrettyFile):
+    """The broker's consumerOffset.json: `"topic@group"` -> queue id (bare numeric key) -> offset.
+    `data_version` is the 5.x addition, written only when set."""
+
+    offset_table: dict[str, dict[int, int]] = msgspec.field(default_factory=dict)
+    data_version: DataVersion | None = None
+
+
+class OffsetSerializeWrapper(_PrettyFile):
+    """A broadcasting client's offsets.json: MessageQueue (object key) -> offset."""
+
+    offset_table: dict[MessageQueue, int] = msgspec.field(default_factory=dict)
