@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
             return decoder.next_command()  # type: ignore[return-value]
 
         def decode_encode() -> None:
-            encode_command(decode())
+            decoder.feed(frame)
+            encode_command(decoder.next_command())  # type: ignore[arg-type]
 
         def full_send_path() -> None:
             cmd = decode()

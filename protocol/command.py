@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
-
 import msgspec
 
 from .codes import CURRENT_VERSION, ResponseCode, SerializeType
@@ -39,7 +37,7 @@ class RemotingCommand(msgspec.Struct, rename={"ext_fields": "extFields", "body":
     opaque: int = 0
     flag: int = 0
     remark: str | None = None
-    ext_fields: dict[str, Any] | None = None
+    ext_fields: dict[str, str] | None = None  # typed str so a JSON header with string values decodes in one pass
     body: bytes = b""
     serialize_type: int = 0  # SerializeType.JSON
 

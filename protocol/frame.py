@@ -25,6 +25,7 @@ _BIN_FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, 
 _BIN_SHORT = struct.Struct(">h")
 
 _LANGUAGE_NAMES = {int(m): m.name for m in LanguageCode}
+_LANGUAGE_JSON = {m.name: b'"%s"' % m.name.encode() for m in LanguageCode}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -80,18 +81,12 @@ _command_decoder = msgspec.json.Decoder(RemotingCommand)
 
 
 def decode_json_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
-    try:  # hot path: the header decodes straight into the command
+    try:  # hot path: a header whose extFields values are all strings decodes straight into the command
         cmd = _command_decoder.decode(data)
-    except msgspec.ValidationError:
+    except msgspec.ValidationError:  # numbers/booleans in extFields (C++, ali-ons), a numeric language, ...
         cmd = _decode_json_header_tolerant(data)
     except msgspec.DecodeError as exc:
         raise ProtocolError(f"invalid JSON header: {exc}") from None
-    ext = cmd.ext_fields
-    if ext is not None:
-        for value in ext.values():
-            if type(value) is not str:
-                cmd.ext_fields = normalise_ext_fields(ext)
-                break
     cmd.body = body
     cmd.serialize_type = SerializeType.JSON
     return cmd
@@ -106,7 +101,8 @@ def _decode_json_header_tolerant(data: bytes | memoryview) -> RemotingCommand:
     lang = h.language
     if type(lang) is not str:
         lang = _LANGUAGE_NAMES.get(lang, "OTHER")
-    return RemotingCommand(h.code, lang, h.version, h.opaque, h.flag, h.remark, h.extFields)
+    ext = normalise_ext_fields(h.extFields) if h.extFields is not None else None
+    return RemotingCommand(h.code, lang, h.version, h.opaque, h.flag, h.remark, ext)
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
@@ -123,9 +119,10 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         ext_part = b""
     remark = cmd.remark
     remark_part = b'"remark":' + _json_encoder.encode(remark) + b"," if remark is not None else b""
+    language = _LANGUAGE_JSON.get(cmd.language) or _json_encoder.encode(cmd.language)
     try:
         return b'{"code":%d,%s"flag":%d,"language":%s,"opaque":%d,%s"serializeTypeCurrentRPC":"JSON","version":%d}' % (
-            cmd.code, ext_part, cmd.flag, _json_encoder.encode(cmd.language), cmd.opaque, remark_part, cmd.version)
+            cmd.code, ext_part, cmd.flag, language, cmd.opaque, remark_part, cmd.version)
     except TypeError as exc:
         raise ProtocolError(f"cannot encode JSON header: {exc}") from None
 

@@ -170,6 +170,21 @@ def decode_properties(text: str | bytes) -> dict[str, str]:
     return out
 
 
+def get_property(raw: bytes, name: bytes) -> str | None:
+    """One property straight from a raw properties string (no full parse); same result as
+    `decode_properties(raw).get(name)` for names that occur once."""
+    key = name + b"\x01"
+    i = raw.find(key)
+    while i > 0 and raw[i - 1] != 2:  # a match inside another value: look further
+        i = raw.find(key, i + 1)
+    if i < 0:
+        return None
+    start = i + len(key)
+    end = raw.find(b"\x02", start)
+    value = raw[start:] if end < 0 else raw[start:end]
+    return value.decode() if value else None
+
+
 def encode_properties(props: dict[str, str] | None, trailing_separator: bool = False) -> str:
     """Java >= 4.9.1 writes no trailing 0x02; C++, Go and ali-ons write one (`trailing_separator`)."""
     if not props:
@@ -418,6 +433,28 @@ def encode_batch(items: list[BatchItem]) -> bytes:
         parts.append(_USHORT.pack(plen))
         parts.append(item.properties_raw)
     return b"".join(parts)
+
+
+def iter_batch(buf: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """(flag, body, properties) of each batch item, validated like `decode_batch` (hot path: no objects)."""
+    pos = 0
+    n = len(buf)
+    unpack = _BATCH_HEAD.unpack_from
+    if n == 0:
+        raise ProtocolError("empty batch body")
+    while pos < n:
+        if n - pos < 22:
+            raise ProtocolError(f"batch item truncated at {pos}: {n - pos} bytes, at least 22 needed")
+        total, _, _, flag, body_len = unpack(buf, pos)
+        end = pos + total
+        if total < 22 or end > n or body_len < 0 or 22 + body_len > total:
+            raise ProtocolError(f"batch item at {pos} (size {total}, body {body_len}) does not fit the body")
+        p = pos + 20 + body_len
+        plen = (buf[p] << 8) | buf[p + 1]
+        if p + 2 + plen != end:
+            raise ProtocolError(f"batch item size {total} does not match its fields")
+        yield flag, buf[pos + 20:p], buf[p + 2:end]
+        pos = end
 
 
 def decode_batch(buf: bytes | bytearray | memoryview) -> list[BatchItem]:

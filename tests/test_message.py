@@ -172,3 +172,34 @@ def test_fuzz_record_and_batch_decoders(data):
             decode(data)
         except ProtocolError:
             pass
+
+
+@given(props, st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "A"]), st.booleans())
+def test_get_property_agrees_with_full_parse(p, name, trailing):
+    raw = encode_properties(p, trailing_separator=trailing).encode()
+    from protocol.message import get_property
+    if sum(1 for k in p if k == name) <= 1:
+        assert get_property(raw, name.encode()) == decode_properties(raw).get(name)
+
+
+def test_get_property_ignores_matches_inside_values():
+    from protocol.message import get_property
+    raw = b"X\x01aTAGS\x01no\x02TAGS\x01yes"
+    assert get_property(raw, b"TAGS") == "yes"
+
+
+@given(st.lists(st.builds(BatchItem, st.binary(max_size=50), props, st.integers(-(2 ** 31), 2 ** 31 - 1)),
+                min_size=1, max_size=8))
+def test_iter_batch_matches_decode_batch(items):
+    from protocol.message import iter_batch
+    body = encode_batch(items)
+    assert [(f, b, p) for f, b, p in iter_batch(body)] == [(i.flag, i.body, i.properties_raw) for i in items]
+
+
+@given(st.binary(max_size=300))
+def test_fuzz_iter_batch(data):
+    from protocol.message import iter_batch
+    try:
+        list(iter_batch(data))
+    except ProtocolError:
+        pass

@@ -1,0 +1,363 @@
+"""CommitLog: the append-only log of stored records (reference §7.1, §8.2).
+
+* Records are written in the exact §7.1 layout (v1 magic), so a PULL body is a slice of the log.
+* A record never spans segments: when ``size + 8`` does not fit, an 8-byte BLANK filler
+  ``[remaining][BLANK_MAGIC_CODE]`` closes the segment and the record goes to the start of the next one.
+  A batch is written contiguously in one segment (all or nothing).
+* Crash safety: every record is written with TOTALSIZE = 0 and TOTALSIZE is stored last (for a batch, the
+  first record's TOTALSIZE). A process killed mid-write leaves a record whose size is 0 or does not match its
+  fields; recovery (``check_message_and_return_size``) validates magic, size against the fields, the
+  PHYSICALOFFSET field against the position, and the body CRC, and stops at the first invalid record.
+* SYNC_FLUSH: ``msync`` of the written range before ``put`` returns. ASYNC_FLUSH: ``flush()`` is called by the
+  owner every ``flush_interval_commit_log`` ms.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterator, Sequence
+
+from protocol.codes import MessageSysFlag
+from protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, POS_SYS_FLAG
+
+from .config import FlushDiskType, MessageStoreConfig
+from .mapped_file import MappedFileQueue
+from .message_ext_broker_inner import MessageExtBrokerInner
+from .results import PutMessageStatus
+
+END_FILE_MIN_BLANK_LENGTH = 8
+_V6_BITS = int(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOSTADDRESS_V6)
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6)
+
+# Fixed part TOTALSIZE..BODYLEN per (born v6, store v6).
+_FIXED = {(b6, s6): struct.Struct(">iiiiiqqiq" + ("16s" if b6 else "4s") + "iq" + ("16s" if s6 else "4s") + "iiqi")
+          for b6 in (False, True) for s6 in (False, True)}
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_USHORT = struct.Struct(">H")
+_BLANK = struct.Struct(">ii")
+_FIXED_V4 = _FIXED[(False, False)]
+_U16 = tuple(i.to_bytes(2, "big") for i in range(32768))  # PROPERTIESLEN bytes
+crc32 = zlib.crc32
+PUT_OK = PutMessageStatus.PUT_OK
+
+
+class DispatchRequest:
+    """What the dispatcher needs of one valid record (built by recovery)."""
+
+    __slots__ = ("topic", "queue_id", "phy", "size", "properties_raw", "store_timestamp", "queue_offset",
+                 "sys_flag")
+
+    def __init__(self, topic, queue_id, phy, size, properties_raw, store_timestamp, queue_offset, sys_flag):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.phy = phy
+        self.size = size
+        self.properties_raw = properties_raw
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.sys_flag = sys_flag
+
+
+class CommitLog:
+    def __init__(self, config: MessageStoreConfig, store_host: bytes, store_port: int) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commit_log
+        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, preallocate=config.preallocate_mapped_file)
+        self.sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.store_host = store_host
+        self.store_port = store_port
+        self._host_bits = _STORE_V6 if len(store_host) == 16 else 0
+        self._plain_v4 = len(store_host) == 4
+        self.max_message_size = config.max_message_size
+        self._topic_prefix: dict[str, bytes] = {}  # topic -> TOPICLEN byte + UTF-8 topic
+        self.last_store_timestamp = 0  # store time of the last record, for the checkpoint
+
+    # -- offsets -------------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.queue.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    # -- append --------------------------------------------------------------------------------------
+    def _prefix(self, topic: str) -> bytes | None:
+        prefix = self._topic_prefix.get(topic)
+        if prefix is None:
+            raw = topic.encode()
+            if not raw or len(raw) > 127:
+                return None
+            prefix = bytes((len(raw),)) + raw
+            if len(self._topic_prefix) >= 100_000:
+                self._topic_prefix.clear()
+            self._topic_prefix[topic] = prefix
+        return prefix
+
+    def _roll(self, need: int):
+        """The segment the next `need` bytes go to, closing the current one with a BLANK filler when needed.
+
+        Raises OSError when a new segment cannot be created."""
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is not None:
+            pos = mf.wrote_position
+            if pos + need + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
+                return mf
+            start = mf.file_from_offset + self.file_size
+            new = self.queue.create_mapped_file(start)  # may raise: the current segment stays open
+            if pos < self.file_size:  # filler: magic first, size last
+                remaining = self.file_size - pos
+                mm = mf.mm
+                _INT.pack_into(mm, pos + 4, BLANK_MAGIC_CODE)
+                _INT.pack_into(mm, pos, remaining)
+                mf.wrote_position = self.file_size
+            return new
+        return self.queue.create_mapped_file(0 if self.queue.min_offset < 0 else self.queue.min_offset)
+
+    def _fixed_for(self, born: bytes, sys_flag: int):
+        born6 = len(born) == 16
+        flag = (sys_flag & ~_V6_BITS) | self._host_bits | (_BORN_V6 if born6 else 0)
+        return _FIXED[(born6, len(self.store_host) == 16)], flag
+
+    def put_message(self, msg: MessageExtBrokerInner, queue_offset: int, store_ts: int):
+        """Append one record. Returns (status, physical offset, size); offset -1 when nothing was written."""
+        body = msg.body
+        props = msg.properties_raw
+        prefix = self._topic_prefix.get(msg.topic) or self._prefix(msg.topic)
+        if prefix is None:
+            return PutMessageStatus.MESSAGE_ILLEGAL, -1, 0
+        bl = len(body)
+        pl = len(props)
+        born = msg.born_host
+        if self._plain_v4 and len(born) == 4:
+            fixed = _FIXED_V4
+            sys_flag = msg.sys_flag & ~_V6_BITS
+        else:
+            fixed, sys_flag = self._fixed_for(born, msg.sys_flag)
+        size = fixed.size + bl + len(prefix) + 2 + pl
+        if pl > 32767:
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, -1, 0
+        if bl > self.max_message_size or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL, -1, 0
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            try:
+                mf = self._roll(size)
+            except OSError:
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED, -1, 0
+        pos = mf.wrote_position
+        phy = mf.file_from_offset + pos
+        data = b"".join((fixed.pack(0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
+                                    queue_offset, phy, sys_flag, msg.born_timestamp, born, msg.born_port, store_ts,
+                                    self.store_host, self.store_port, msg.reconsume_times,
+                                    msg.prepared_transaction_offset, bl),
+                         body, prefix, _U16[pl], props))
+        mm = mf.mm
+        mm[pos:pos + size] = data
+        _INT.pack_into(mm, pos, size)  # TOTALSIZE last: the record becomes valid here
+        mf.wrote_position = pos + size
+        self.last_store_timestamp = store_ts
+        if self.sync_flush and not self._flush_sync():
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT, phy, size
+        return PUT_OK, phy, size
+
+    def put_messages(self, msgs: Sequence[MessageExtBrokerInner], first_queue_offset: int, store_ts: int):
+        """Append a batch (one topic and queue, born fields of the first message) contiguously in one segment.
+
+        Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
+        first = msgs[0]
+        prefix = self._topic_prefix.get(first.topic) or self._prefix(first.topic)
+        if prefix is None:
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+        born = first.born_host
+        fixed, sys_flag = self._fixed_for(born, first.sys_flag)
+        head = fixed.size + len(prefix) + 2
+        max_body = self.max_message_size
+        sizes = []
+        total = 0
+        for m in msgs:
+            pl = len(m.properties_raw)
+            if pl > 32767:
+                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
+            bl = len(m.body)
+            if bl > max_body:
+                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+            size = head + bl + pl
+            sizes.append(size)
+            total += size
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+        try:
+            mf = self._roll(total)
+        except OSError:
+            return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
+        start = mf.wrote_position
+        phy = mf.file_from_offset + start
+        queue_id, born_ts, born_port = first.queue_id, first.born_timestamp, first.born_port
+        store_host, store_port = self.store_host, self.store_port
+        pack = fixed.pack
+        offsets = []
+        parts: list[bytes] = []
+        extend = parts.extend
+        qo = first_queue_offset
+        later = False  # the first record's TOTALSIZE stays 0 in the copy; it is written last
+        for m, size in zip(msgs, sizes):
+            body = m.body
+            props = m.properties_raw
+            offsets.append(phy)
+            extend((pack(size if later else 0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qo,
+                         phy, sys_flag, born_ts, born, born_port, store_ts, store_host, store_port,
+                         m.reconsume_times, m.prepared_transaction_offset, len(body)),
+                    body, prefix, _U16[len(props)], props))
+            later = True
+            phy += size
+            qo += 1
+        mm = mf.mm
+        mm[start:start + total] = b"".join(parts)
+        _INT.pack_into(mm, start, sizes[0])  # the whole batch becomes valid here
+        mf.wrote_position = start + total
+        self.last_store_timestamp = store_ts
+        if self.sync_flush and not self._flush_sync():
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT, offsets, sizes
+        return PUT_OK, offsets, sizes
+
+    def _flush_sync(self) -> bool:
+        try:
+            self.queue.flush()
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def flush(self) -> None:
+        self.queue.flush()
+
+    # -- read ----------------------------------------------------------------------------------------
+    def get_message(self, phy: int, size: int) -> bytes | None:
+        """The `size` bytes at `phy`, or None when they are not (or no longer) in the log."""
+        files = self.queue.files
+        if not files or size <= 0:
+            return None
+        idx = (phy - files[0].file_from_offset) // self.file_size
+        if idx < 0 or idx >= len(files):
+            return None
+        mf = files[idx]
+        pos = phy - mf.file_from_offset
+        if pos + size > mf.wrote_position:
+            return None
+        return mf.mm[pos:pos + size]
+
+    def select_one_message_by_offset(self, phy: int, size: int | None = None) -> bytes | None:
+        """The record starting at `phy` (size read from its TOTALSIZE when not given), validated lightly."""
+        mf = self.queue.find_mapped_file_by_offset(phy)
+        if mf is None:
+            return None
+        pos = phy - mf.file_from_offset
+        if pos < 0 or pos + 8 > mf.wrote_position:
+            return None
+        total, magic = _BLANK.unpack_from(mf.mm, pos)
+        if size is None:
+            size = total
+        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or size != total or size < 92 \
+                or pos + size > mf.wrote_position:
+            return None
+        return mf.mm[pos:pos + size]
+
+    def pickup_store_timestamp(self, phy: int, size: int) -> int:
+        """STORETIMESTAMP of the record at `phy`, -1 when it is gone."""
+        files = self.queue.files
+        if not files or phy < files[0].file_from_offset:
+            return -1
+        idx = (phy - files[0].file_from_offset) // self.file_size
+        if idx >= len(files):
+            return -1
+        mf = files[idx]
+        pos = phy - mf.file_from_offset
+        if pos + 64 > mf.wrote_position:
+            return -1
+        sys_flag = _INT.unpack_from(mf.mm, pos + POS_SYS_FLAG)[0]
+        return _LONG.unpack_from(mf.mm, pos + (68 if sys_flag & _BORN_V6 else 56))[0]
+
+    # -- validation (recovery) ------------------------------------------------------------------------
+    def check_message_and_return_size(self, mm, pos: int, file_end: int, expected_phy: int,
+                                      check_crc: bool = True):
+        """Validate the record at `pos` of a segment.
+
+        Returns ``(size, request)``: ``size > 0`` and a DispatchRequest for a valid record; ``size > 0`` and None for
+        the BLANK filler (skip to the next segment); ``(0, None)`` for the end of the log (zero, torn or corrupt).
+        """
+        if pos + 8 > file_end:
+            return 0, None
+        total, magic = _BLANK.unpack_from(mm, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return (total, None) if total == file_end - pos else (0, None)
+        if magic != MESSAGE_MAGIC_CODE or total < 92 or pos + total > file_end:
+            return 0, None
+        sys_flag = _INT.unpack_from(mm, pos + POS_SYS_FLAG)[0]
+        fixed = _FIXED[(bool(sys_flag & _BORN_V6), bool(sys_flag & _STORE_V6))]
+        fields = fixed.unpack_from(mm, pos)
+        crc, queue_id, queue_offset, phy, store_ts, bl = fields[2], fields[3], fields[5], fields[6], fields[11], \
+            fields[16]
+        if phy != expected_phy or bl < 0:
+            return 0, None
+        p = pos + fixed.size + bl
+        if p + 1 > pos + total:
+            return 0, None
+        tl = mm[p]
+        p += 1
+        if p + tl + 2 > pos + total:
+            return 0, None
+        topic_raw = mm[p:p + tl]
+        p += tl
+        pl = _USHORT.unpack_from(mm, p)[0]
+        p += 2
+        if p + pl != pos + total or tl == 0:
+            return 0, None
+        body_start = pos + fixed.size
+        if check_crc and zlib.crc32(mm[body_start:body_start + bl]) & 0x7FFFFFFF != crc:
+            return 0, None
+        try:
+            topic = topic_raw.decode()
+        except UnicodeDecodeError:
+            return 0, None
+        return total, DispatchRequest(topic, queue_id, phy, total, mm[p:p + pl], store_ts, queue_offset, sys_flag)
+
+    def iter_records(self, start: int | None = None, check_crc: bool = True) -> Iterator[tuple[int, bytes]]:
+        """(physical offset, record bytes) of every valid record from `start` to the end (or first invalid one)."""
+        for phy, _req, mf, pos, size in self.scan(start, check_crc):
+            yield phy, mf.mm[pos:pos + size]
+
+    def scan(self, start: int | None = None, check_crc: bool = True, limit_to_written: bool = True):
+        """Walk records from `start`: yields (phy, DispatchRequest, segment, position, size); stops at the end.
+
+        After the loop, ``self.scan_end`` is the offset where the walk stopped."""
+        files = self.queue.files
+        self.scan_end = start if start is not None else max(self.min_offset, 0)
+        if not files:
+            return
+        offset = max(start if start is not None else 0, files[0].file_from_offset)
+        idx = (offset - files[0].file_from_offset) // self.file_size
+        while idx < len(files):
+            mf = files[idx]
+            end = mf.wrote_position if limit_to_written else self.file_size
+            pos = offset - mf.file_from_offset
+            mm = mf.mm
+            while True:
+                size, req = self.check_message_and_return_size(mm, pos, end, mf.file_from_offset + pos, check_crc)
+                if size <= 0:
+                    self.scan_end = mf.file_from_offset + pos
+                    return
+                if req is None:  # BLANK filler: next segment
+                    break
+                yield req.phy, req, mf, pos, size
+                pos += size
+            idx += 1
+            offset = mf.file_from_offset + self.file_size
+            self.scan_end = offset

@@ -1,0 +1,435 @@
+"""MessageStore: the store facade the broker uses (RocketMQ's DefaultMessageStore), synchronous, no threads.
+
+Layout under ``store_path_root_dir`` as §8.1: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``,
+``checkpoint``, ``abort``, ``lock``. Lifecycle: ``start()`` (load, recover, create ``abort``), ``stop()`` (flush,
+write the clean end into the checkpoint, delete ``abort``); ``with MessageStore(cfg) as store:`` does both.
+
+Design choices:
+
+* Dispatch runs right after each append, under the same lock: the consume-queue unit is written at once; the
+  key-index entries are queued and written in batches (like RocketMQ's asynchronous reput) before any query, at
+  every checkpoint and every 2048 messages. Consume queues and index stay derivable from the commitlog: abnormal
+  recovery re-dispatches from the checkpoint's confirm offset, which never passes an undispatched message.
+* A consume-queue unit that cannot be written (no file can be created: disk full) stops the store accepting
+  messages (SERVICE_NOT_AVAILABLE, ``dispatch_error_offset`` set) and forces the next start to re-dispatch.
+* The queue offset of a message is its consume queue's max offset ("next offset", rebuilt from the consume queues
+  on start). PREPARED / ROLLBACK transactional messages get queue offset 0 and are not dispatched to a consume
+  queue (ROLLBACK is not indexed either).
+* Store timestamps come from ``clock`` (ms, injectable) and are made monotonic in log order; a batch has one.
+* The broker calls ``flush_if_due(now_ms)`` (async flush period, consume-queue flush + checkpoint) and
+  ``clean_expired_files(now_ms)`` periodically; nothing runs by itself.
+* Operations return status values: ``PutMessageResult`` / ``GetMessageResult``; a stopped store answers
+  SERVICE_NOT_AVAILABLE to puts and ``None`` to ``get_message`` (RocketMQ's "store getMessage return null").
+* ``NO_MATCHED_LOGIC_QUEUE`` is answered for a topic name or queue id that cannot name a consume queue
+  (empty, path separators, negative id); any other unknown queue reads as empty (NO_MESSAGE_IN_QUEUE), as 4.x
+  creates queue objects on demand. Queue files appear on the first write.
+* "On disk" (§9.3, §9.7) is deterministic: see ``MessageStoreConfig.total_physical_memory_size``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from typing import Callable, Iterable, Sequence
+
+from protocol.message import pack_host
+
+from . import recovery as _recovery
+from . import retention as _retention
+from .checkpoint import StoreCheckpoint
+from .commitlog import CommitLog
+from .config import FlushDiskType, MessageStoreConfig
+from .consume_queue import ConsumeQueue
+from .index_file import IndexService
+from .mapped_file import StoreLoadError, fsync_dir
+from .message_ext_broker_inner import MessageExtBrokerInner
+from .message_lookup import MessageLookup, valid_queue_name
+from .results import PutMessageResult, PutMessageStatus, host_prefix
+
+_PREPARED = 0x4
+_ROLLBACK = 0xC
+_NOT_AVAILABLE = PutMessageStatus.SERVICE_NOT_AVAILABLE
+_INDEX_DRAIN_AT = 2048  # queued index entries are written at the latest after this many messages
+
+
+_time_ns = time.time_ns
+
+
+def _now_ms() -> int:
+    return _time_ns() // 1_000_000
+
+
+class MessageStore(MessageLookup):
+    def __init__(self, config: MessageStoreConfig | None = None, *, clock: Callable[[], int] | None = None) -> None:
+        self.config = config or MessageStoreConfig()
+        self._clock = clock  # None: wall clock, inlined on the put path
+        self.clock = clock or _now_ms
+        self._lock = threading.RLock()
+        self._running = False
+        self._lock_fd = -1
+        packed = pack_host(self.config.store_host)
+        self._host_prefix = host_prefix(packed, self.config.store_port)
+        self.commitlog = CommitLog(self.config, packed, self.config.store_port)
+        self.index = IndexService(self.config.index_dir, self.config.max_hash_slot_num, self.config.max_index_num,
+                                  self.config.preallocate_mapped_file, self.clock)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.cleaner = _retention.CleanCommitLogService(self)
+        self.recovery: _recovery.RecoveryReport | None = None
+        self._writable = True
+        self.dispatch_error_offset: int | None = None
+        self._accepting = False  # running and writable: the one flag the put path reads
+        self._index_enabled = self.config.message_index_enable
+        self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
+        self._last_ts = 0
+        self._last_cl_flush = 0
+        self._last_cq_flush = 0
+        self._last_physical_min_offset = -1
+        self.put_count = 0
+        self.put_bytes = 0
+        self.get_count = 0
+        self.get_found = 0
+
+    # ------------------------------------------------------------------------------------------------
+    # lifecycle
+    # ------------------------------------------------------------------------------------------------
+    def start(self) -> "MessageStore":
+        """Load and recover. Raises StoreLoadError when the directory cannot be used."""
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        self._acquire_lock()
+        try:
+            abnormal = os.path.exists(cfg.abort_path)
+            self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+            self.commitlog.queue.load()
+            self._load_consume_queues()
+            self.index.load()
+            self.recovery = _recovery.recover(self, abnormal)
+            self._last_ts = self.commitlog.last_store_timestamp
+            phy_min = self.commitlog.min_offset
+            self._last_physical_min_offset = phy_min
+            for cq in self._cqs.values():
+                cq.correct_min_offset(max(phy_min, 0), cfg.correct_min_offset_across_files)
+            # running state: the checkpoint no longer vouches for a clean end; the abort file marks the run
+            self._write_checkpoint()
+            with open(cfg.abort_path, "wb") as f:
+                os.fsync(f.fileno())
+            fsync_dir(cfg.store_path_root_dir)
+        except BaseException:
+            self._close_files()
+            self._release_lock()
+            raise
+        now = self.clock()
+        self._last_cl_flush = self._last_cq_flush = now
+        self._running = True
+        self.writable = self._writable
+        return self
+
+    def stop(self, clean: bool = True) -> None:
+        """Flush everything, record the clean end, delete the abort file and close.
+
+        ``clean=False`` closes without any of that, leaving the files as a killed process would (tests)."""
+        with self._lock:
+            if not self._running:
+                return
+            self._running = False
+            self._accepting = False
+            if clean:
+                self._write_checkpoint(clean=True)
+                try:
+                    os.unlink(self.config.abort_path)
+                except FileNotFoundError:
+                    pass
+                fsync_dir(self.config.store_path_root_dir)
+            self._close_files()
+            self._release_lock()
+
+    shutdown = stop
+
+    def __enter__(self) -> "MessageStore":
+        if not self._running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def writable(self) -> bool:
+        """False while the disk is fuller than disk_space_warning_level_ratio (puts: SERVICE_NOT_AVAILABLE)."""
+        return self._writable
+
+    @writable.setter
+    def writable(self, value: bool) -> None:
+        self._writable = bool(value)
+        self._accepting = self._running and self._writable and self.dispatch_error_offset is None
+
+    def _dispatch_failed(self, phy: int) -> None:
+        """A consume-queue unit could not be written (no file could be created): the record is in the commitlog
+        but not in its queue. Stop accepting messages (RocketMQ: logic queue error) and never let the checkpoint
+        vouch for this record, so the next start re-dispatches it."""
+        if self.dispatch_error_offset is None or phy < self.dispatch_error_offset:
+            self.dispatch_error_offset = phy
+        self._accepting = False
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreLoadError(f"{self.config.store_path_root_dir} is locked by another store") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, b"lock")
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = -1
+
+    def _close_files(self) -> None:
+        self.commitlog.queue.close()
+        for cq in self._cqs.values():
+            cq.close()
+        self._cqs.clear()
+        self.index.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qname in os.listdir(tdir):
+                if not qname.isdigit():
+                    continue
+                cq = self._new_cq(topic, int(qname))
+                cq.load()
+                self._cqs[(topic, int(qname))] = cq
+
+    def _new_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue,
+                            self.config.preallocate_mapped_file)
+
+    # ------------------------------------------------------------------------------------------------
+    # consume queues
+    # ------------------------------------------------------------------------------------------------
+    def consume_queues(self) -> list[ConsumeQueue]:
+        return list(self._cqs.values())
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._cqs.get((topic, queue_id))
+
+    def find_or_create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None and valid_queue_name(topic, queue_id):
+            cq = self._cqs[(topic, queue_id)] = self._new_cq(topic, queue_id)
+        return cq
+
+    def topics_and_queues(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic, qid in self._cqs:
+            out.setdefault(topic, []).append(qid)
+        return {t: sorted(q) for t, q in sorted(out.items())}
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Delete the consume queues (files included) of `topics`; the commitlog keeps their records."""
+        topics = set(topics)
+        count = 0
+        with self._lock:
+            for key in [k for k in self._cqs if k[0] in topics]:
+                self._cqs.pop(key).destroy()
+                count += 1
+            for topic in topics:
+                try:
+                    os.rmdir(os.path.join(self.config.consume_queue_dir, topic))
+                except OSError:
+                    pass
+        return count
+
+    # ------------------------------------------------------------------------------------------------
+    # put
+    # ------------------------------------------------------------------------------------------------
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        if not self._accepting:
+            return PutMessageResult(_NOT_AVAILABLE)
+        tran = msg.sys_flag & 0xC
+        with self._lock:
+            if tran == _PREPARED or tran == _ROLLBACK:
+                cq = None
+                queue_offset = 0
+            else:
+                cq = self._cqs.get((msg.topic, msg.queue_id))
+                if cq is None:
+                    cq = self.find_or_create_consume_queue(msg.topic, msg.queue_id)
+                    if cq is None:
+                        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+                queue_offset = cq.max_offset_in_queue
+            ts = _time_ns() // 1_000_000 if self._clock is None else self._clock()
+            if ts < self._last_ts:
+                ts = self._last_ts
+            status, phy, size = self.commitlog.put_message(msg, queue_offset, ts)
+            if phy < 0:
+                return PutMessageResult(status)
+            self._last_ts = ts
+            if cq is not None and not cq.put(phy, size, msg.tags_code, queue_offset):
+                self._dispatch_failed(phy)
+            if tran != _ROLLBACK and self._index_enabled:
+                keys = msg.keys if msg.keys is not None else msg.index_keys()
+                if keys:
+                    pending = self.index.pending
+                    pending.append((msg.topic, keys, phy, ts))
+                    if len(pending) >= _INDEX_DRAIN_AT:
+                        self.index.drain()
+            self.put_count += 1
+            self.put_bytes += size
+        return PutMessageResult(status, phy, size, ts, queue_offset, 1, None, self._host_prefix)
+
+    def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        """A batch: same topic and queue, consecutive queue offsets, one record each, one store timestamp."""
+        if not self._accepting:
+            return PutMessageResult(_NOT_AVAILABLE)
+        if not msgs:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        first = msgs[0]
+        topic, queue_id = first.topic, first.queue_id
+        for m in msgs:
+            if m.topic != topic or m.queue_id != queue_id or m.sys_flag & 0xC:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        with self._lock:
+            cq = self._cqs.get((topic, queue_id)) or self.find_or_create_consume_queue(topic, queue_id)
+            if cq is None:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            queue_offset = cq.max_offset_in_queue
+            ts = self.clock()
+            if ts < self._last_ts:
+                ts = self._last_ts
+            status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offset, ts)
+            if offsets is None:
+                return PutMessageResult(status)
+            self._last_ts = ts
+            if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offset):
+                self._dispatch_failed(offsets[0])
+            if self._index_enabled:
+                pending = self.index.pending
+                for m, phy in zip(msgs, offsets):
+                    keys = m.keys if m.keys is not None else m.index_keys()
+                    if keys:
+                        pending.append((topic, keys, phy, ts))
+                if len(pending) >= _INDEX_DRAIN_AT:
+                    self.index.drain()
+            total = sum(sizes)
+            self.put_count += len(msgs)
+            self.put_bytes += total
+        return PutMessageResult(status, offsets[0], total, ts, queue_offset, len(msgs), offsets, self._host_prefix)
+
+    # ------------------------------------------------------------------------------------------------
+    # flush, retention
+    # ------------------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Flush commitlog, consume queues and index, then the checkpoint (advances the recovery start)."""
+        with self._lock:
+            if self._running:
+                self._write_checkpoint()
+
+    def _write_checkpoint(self, clean: bool = False) -> None:
+        """Flush commitlog, consume queues and index, then record in the checkpoint how far everything is flushed
+        and dispatched (the next abnormal start scans from there) and, on a clean stop, the exact end."""
+        cl = self.commitlog
+        confirm = cl.max_offset
+        cl.flush()
+        for cq in self._cqs.values():
+            if cq.dirty:
+                cq.flush()
+        self.index.flush()
+        if self.index.pending:  # an index file could not be created: those messages are not indexed yet
+            confirm = min(confirm, self.index.pending[0][2])
+            clean = False
+        if self.dispatch_error_offset is not None:
+            confirm = min(confirm, self.dispatch_error_offset)
+            clean = False
+        cp = self.checkpoint
+        ts = cl.last_store_timestamp
+        cp.physic_msg_timestamp = cp.logics_msg_timestamp = ts
+        cp.index_msg_timestamp = ts
+        cp.confirm_offset = confirm
+        cp.clean = clean
+        cp.clean_end_offset = confirm if clean else -1
+        cp.index_count = self.index.files[-1].index_count if self.index.files else 0
+        cp.flush()
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """Call often: async commitlog flush every flush_interval_commit_log ms, consume queues + checkpoint every
+        flush_interval_consume_queue ms. Returns True when something was flushed."""
+        now = self.clock() if now_ms is None else now_ms
+        cfg = self.config
+        done = False
+        with self._lock:
+            if not self._running:
+                return False
+            if now - self._last_cq_flush >= cfg.flush_interval_consume_queue:
+                self._write_checkpoint()
+                self._last_cq_flush = self._last_cl_flush = now
+                done = True
+            elif cfg.flush_disk_type is FlushDiskType.ASYNC_FLUSH and \
+                    now - self._last_cl_flush >= cfg.flush_interval_commit_log:
+                self.commitlog.flush()
+                self._last_cl_flush = now
+                done = True
+        return done
+
+    def clean_expired_files(self, now_ms: int | None = None) -> int:
+        """One run of the commitlog cleaner (§8.5). Returns the number of commitlog segments deleted."""
+        with self._lock:
+            if not self._running:
+                return 0
+            return self.cleaner.run(self.clock() if now_ms is None else now_ms)
+
+    def execute_delete_files_manually(self) -> None:
+        """DELETE_EXPIRED_COMMITLOG: the next 20 cleaner runs delete expired segments whatever the hour."""
+        self.cleaner.execute_delete_files_manually()
+
+    def expire_files_now(self, older_than_ms: int | None = None, count: int | None = None) -> int:
+        """Delete now the oldest commitlog segments entirely older than `older_than_ms` (at most `count`; never the
+        active one), then consume-queue/index files below the new minimum, and correct min offsets."""
+        with self._lock:
+            if not self._running:
+                return 0
+            return _retention.expire_files_now(self, older_than_ms, count)
+
+    # ------------------------------------------------------------------------------------------------
+    # stats
+    # ------------------------------------------------------------------------------------------------
+    def running_stats(self) -> dict:
+        cl = self.commitlog
+        rec = self.recovery
+        return {
+            "running": self._running,
+            "writable": self.writable,
+            "commitlogMinOffset": cl.min_offset,
+            "commitlogMaxOffset": cl.max_offset,
+            "commitlogFiles": len(cl.queue.files),
+            "consumeQueues": len(self._cqs),
+            "indexFiles": len(self.index.files),
+            "putMessageTimesTotal": self.put_count,
+            "putMessageSizeTotal": self.put_bytes,
+            "getMessageTimesTotal": self.get_count,
+            "getMessageTransferedMsgCount": self.get_found,
+            "lastStoreTimestamp": self._last_ts,
+            "diskRatio": self.cleaner.last_disk_ratio,
+            "recoveryMode": rec.mode if rec else None,
+            "recoveryScannedRecords": rec.scanned_records if rec else 0,
+        }

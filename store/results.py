@@ -1,0 +1,148 @@
+"""Status enums and small result objects the store returns (it never raises for an operation's outcome).
+
+* ``PutMessageStatus`` / ``PutMessageResult``: one object per put (single or batch). RocketMQ nests an
+  ``AppendMessageResult`` inside; here its fields are flattened into ``PutMessageResult`` (``append_message_result``
+  returns the object itself) so a put allocates one object. Offset msgIds are built lazily.
+* ``GetMessageStatus`` / ``GetMessageResult``: records are ``bytes`` copies of the stored records, byte-identical
+  to the commitlog; ``body()`` concatenates them into a PULL body.
+* ``QueryMessageResult``: QUERY_MESSAGE by key.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+PUT_OK = PutMessageStatus.PUT_OK
+
+
+class PutMessageResult:
+    """Outcome of ``put_message`` / ``put_messages``.
+
+    ``wrote_offset``: commitlog offset of the (first) record; ``wrote_bytes``: total bytes appended;
+    ``logics_offset``: queue offset of the (first) message; ``msg_num``: records written;
+    ``store_timestamp``: store time (one value for a whole batch); ``phy_offsets``: every record's offset.
+    """
+
+    __slots__ = ("status", "wrote_offset", "wrote_bytes", "store_timestamp", "logics_offset", "msg_num",
+                 "phy_offsets", "_host")
+
+    def __init__(self, status: PutMessageStatus, wrote_offset: int = -1, wrote_bytes: int = 0,
+                 store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 0,
+                 phy_offsets: list[int] | None = None, host: bytes = b"") -> None:
+        self.status = status
+        self.wrote_offset = wrote_offset
+        self.wrote_bytes = wrote_bytes
+        self.store_timestamp = store_timestamp
+        self.logics_offset = logics_offset
+        self.msg_num = msg_num
+        self.phy_offsets = phy_offsets
+        self._host = host  # packed store host + port, the msgId prefix
+
+    def is_ok(self) -> bool:
+        return self.status is PUT_OK
+
+    @property
+    def append_message_result(self) -> "PutMessageResult":
+        return self
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """Offset message ids (§7.7) of every record written."""
+        offsets = self.phy_offsets if self.phy_offsets is not None else [self.wrote_offset]
+        host = self._host
+        return [(host + offset.to_bytes(8, "big", signed=True)).hex().upper() for offset in offsets]
+
+    @property
+    def msg_id(self) -> str:
+        """The send response's ``msgId``: offset ids of all records, comma-separated for a batch."""
+        if self.wrote_offset < 0:
+            return ""
+        return ",".join(self.msg_ids)
+
+    def __repr__(self) -> str:
+        return (f"<PutMessageResult {self.status.name} phy={self.wrote_offset} queueOffset={self.logics_offset} "
+                f"n={self.msg_num} bytes={self.wrote_bytes} ts={self.store_timestamp}>")
+
+
+class GetMessageResult:
+    """Outcome of ``get_message`` (§9.3): status, records, offsets and how many units were scanned."""
+
+    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "messages", "queue_offsets",
+                 "phy_offsets", "buffer_total_size", "units_scanned", "suggest_pulling_from_slave")
+
+    def __init__(self, status: GetMessageStatus, next_begin_offset: int, min_offset: int, max_offset: int) -> None:
+        self.status = status
+        self.next_begin_offset = next_begin_offset
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+        self.messages: list[bytes] = []
+        self.queue_offsets: list[int] = []
+        self.phy_offsets: list[int] = []
+        self.buffer_total_size = 0
+        self.units_scanned = 0
+        self.suggest_pulling_from_slave = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    def body(self) -> bytes:
+        """The PULL response body: the records back to back."""
+        return b"".join(self.messages)
+
+    def __repr__(self) -> str:
+        return (f"<GetMessageResult {self.status.name} n={len(self.messages)} next={self.next_begin_offset} "
+                f"min={self.min_offset} max={self.max_offset} scanned={self.units_scanned}>")
+
+
+class QueryMessageResult:
+    """Outcome of ``query_message``: the matching records plus the index's last update (QUERY_MESSAGE header)."""
+
+    __slots__ = ("messages", "phy_offsets", "index_last_update_timestamp", "index_last_update_phyoffset")
+
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+        self.phy_offsets: list[int] = []
+        self.index_last_update_timestamp = 0
+        self.index_last_update_phyoffset = 0
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(len(m) for m in self.messages)
+
+    def body(self) -> bytes:
+        return b"".join(self.messages)
+
+    def __repr__(self) -> str:
+        return f"<QueryMessageResult n={len(self.messages)} offsets={self.phy_offsets}>"
+
+
+def host_prefix(packed_host: bytes, port: int) -> bytes:
+    """Store host + port, the first 8 (IPv4) or 20 (IPv6) bytes of an offset msgId."""
+    return packed_host + port.to_bytes(4, "big", signed=True)

@@ -1,0 +1,66 @@
+"""Crash-test writer: opens the store (SYNC_FLUSH, tiny segments) and appends random messages until it is killed.
+
+    python crash_writer.py <store dir> <seed> <ack file>
+
+After every append that returned PUT_OK it appends one line per record to the ack file:
+``phy size queueOffset topic queueId sha1(expected record) key``, where the expected record is encoded by the
+protocol codec from the message and the returned offsets/timestamp (not read back from the store). The line is
+written after the put returned, so every acknowledged record must survive the kill. ``# ready`` marks the end of
+start-up (recovery).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+from store_testlib import digest, expected_record, make_msg, small_config
+
+from store import FlushDiskType, MessageStore
+
+TOPICS = ("CrashA", "CrashB", "%RETRY%crash")
+TAGS = (None, "TagA", "TagB", "TagC")
+
+
+def crash_config(root):
+    return small_config(root, mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 32,
+                        max_hash_slot_num=64, max_index_num=512, flush_disk_type=FlushDiskType.SYNC_FLUSH,
+                        flush_interval_consume_queue=30, preallocate_mapped_file=True)
+
+
+def random_message(rnd: random.Random, topic: str, queue_id: int, key: str):
+    return make_msg(topic, queue_id, rnd.randbytes(rnd.randint(0, 900)), tags=rnd.choice(TAGS), keys=key,
+                    uniq=f"U{key}", flag=rnd.randint(0, 3))
+
+
+def main() -> None:
+    root, seed, ack_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    rnd = random.Random(seed)
+    fd = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    store = MessageStore(crash_config(root)).start()
+    cfg = store.config
+    os.write(fd, f"# ready {store.recovery.mode} {store.recovery.scanned_records}\n".encode())
+    seq = 0
+    while True:
+        topic = rnd.choice(TOPICS)
+        queue_id = rnd.randint(0, 2)
+        n = rnd.randint(2, 6) if rnd.random() < 0.3 else 1
+        msgs = [random_message(rnd, topic, queue_id, f"s{seed}-{seq + i}") for i in range(n)]
+        seq += n
+        r = store.put_messages(msgs) if n > 1 else store.put_message(msgs[0])
+        if not r.is_ok():
+            os.write(fd, f"# put failed {r.status.name}\n".encode())
+            os._exit(3)
+        offsets = r.phy_offsets or [r.wrote_offset]
+        lines = []
+        for i, (m, phy) in enumerate(zip(msgs, offsets)):
+            rec = expected_record(m, queue_offset=r.logics_offset + i, phy=phy, store_ts=r.store_timestamp,
+                                  config=cfg)
+            lines.append(f"{phy} {len(rec)} {r.logics_offset + i} {topic} {queue_id} {digest(rec)} {m.keys[0]}\n")
+        os.write(fd, "".join(lines).encode())
+        store.flush_if_due()
+
+
+if __name__ == "__main__":
+    main()
