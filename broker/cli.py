@@ -1,10 +1,29 @@
-"""Command line entry point `rocketmq-emulator` (placeholder until the broker lands)."""
+"""`rocketmq-emulator` command line: `serve` starts the name server and broker."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
+
+from .config import BrokerConfig, apply_broker_conf
+
+ENV_PREFIX = "ROCKETMQ_EMULATOR_"
+
+# flag -> (BrokerConfig attribute, type, help)
+SERVE_FLAGS: dict[str, tuple[str, type, str]] = {
+    "host": ("host", str, "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"),
+    "namesrv-port": ("namesrv_port", int, "name server port (default 9876)"),
+    "broker-port": ("broker_port", int, "broker port (default 10911; the VIP port is this minus 2)"),
+    "store-dir": ("store_dir", str, "store directory (default ./rocketmq-data)"),
+    "advertised-host": ("advertised_host", str, "broker host put in route data (Docker/NAT); default: --host"),
+    "advertised-port": ("advertised_port", int, "broker port put in route data; default: --broker-port"),
+    "broker-name": ("broker_name", str, "broker name (default broker-a)"),
+    "cluster-name": ("cluster_name", str, "cluster name (default DefaultCluster)"),
+    "log-level": ("log_level", str, "DEBUG, INFO (default), WARNING or ERROR"),
+}
 
 
 def package_version() -> str:
@@ -14,18 +33,82 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rocketmq-emulator",
                                      description="A RocketMQ 4.x broker and name server in one Python process.")
     parser.add_argument("--version", action="version", version=f"rocketmq-emulator {package_version()}")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("serve", help="start the name server and broker")
-    args = parser.parse_args(argv)
-    if args.command in (None, "serve"):
-        print(f"rocketmq-emulator {package_version()}")
-        print("The broker is not implemented yet (issue 4); `serve` only prints the version and exits.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("admin", help="mqadmin-style administration (run `rocketmq-emulator admin -h`)")
+    sub.add_parser("produce", help="send messages from the command line (`rocketmq-emulator produce -h`)")
+    sub.add_parser("consume", help="print messages of a topic (`rocketmq-emulator consume -h`)")
+    serve = sub.add_parser("serve", help="start the name server and broker",
+                           description="Every flag can also be set with ROCKETMQ_EMULATOR_<FLAG> "
+                                       "(e.g. ROCKETMQ_EMULATOR_BROKER_PORT=20911); flags win over the "
+                                       "environment, which wins over --config.")
+    for flag, (_, typ, help_text) in SERVE_FLAGS.items():
+        serve.add_argument(f"--{flag}", type=typ, default=None, help=help_text)
+    serve.add_argument("--ephemeral", action="store_true", default=None,
+                       help="keep the store in a temporary directory removed at exit")
+    serve.add_argument("--config", default=None, metavar="FILE",
+                       help="a RocketMQ broker.conf (brokerName, listenPort, brokerIP1, storePathRootDir, "
+                            "fileReservedTime, deleteWhen, flushDiskType, autoCreateTopicEnable, ...)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> BrokerConfig:
+    environ = os.environ if environ is None else environ
+    config = BrokerConfig()
+    conf_file = args.config or environ.get(ENV_PREFIX + "CONFIG")
+    if conf_file:
+        apply_broker_conf(config, conf_file)
+    for flag, (attr, typ, _) in SERVE_FLAGS.items():
+        value = getattr(args, flag.replace("-", "_"))
+        if value is None:
+            env = environ.get(ENV_PREFIX + flag.replace("-", "_").upper())
+            if env is not None and env != "":
+                try:
+                    value = typ(env)
+                except ValueError:
+                    raise SystemExit(f"{ENV_PREFIX}{flag.replace('-', '_').upper()}: not a valid {typ.__name__}: "
+                                     f"{env!r}") from None
+        if value is not None:
+            setattr(config, attr, value)
+    ephemeral = args.ephemeral
+    if ephemeral is None:
+        ephemeral = environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes")
+    config.ephemeral = bool(ephemeral)
+    return config
+
+
+CLIENT_COMMANDS = ("admin", "produce", "consume")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in CLIENT_COMMANDS:
+        # The client's CLI lives in client/, which the broker package must not import: hand over the process.
+        os.execv(sys.executable, [sys.executable, "-m", "client", *argv])
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        config = config_from_args(args)
+        logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("rocketmq_emulator").info("rocketmq-emulator %s", package_version())
+        if config.unknown_keys:
+            logging.getLogger("rocketmq_emulator").warning("ignored unknown broker.conf keys: %s",
+                                                           ", ".join(config.unknown_keys))
+        import uvloop
+
+        from .emulator import serve
+        try:
+            uvloop.run(serve(config))
+        except KeyboardInterrupt:
+            return 0
+        except Exception as exc:  # noqa: BLE001 - a clear line instead of a traceback for start-up failures
+            logging.getLogger("rocketmq_emulator").error("cannot start: %s", exc)
+            return 1
         return 0
-    return 0
+    return 2
 
 
 if __name__ == "__main__":

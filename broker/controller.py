@@ -1,0 +1,228 @@
+"""`BrokerController`: one broker (store, managers, request processors, listeners) registered with a name
+server living in the same process. Several controllers can share one name server (broker-a, broker-b)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Awaitable, Callable
+
+from protocol import RequestCode
+from protocol.message import pack_host
+from store.config import FlushDiskType, MessageStoreConfig
+from store.message_store import MessageStore
+
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .consumer_offset import ConsumerOffsetManager
+from .handlers.admin_broker import AdminBrokerProcessor
+from .handlers.client_manage import ClientManageProcessor
+from .handlers.consumer_manage import ConsumerManageProcessor
+from .handlers.consumer_send_back import ConsumerSendBackProcessor
+from .handlers.pull_message import PullMessageProcessor
+from .handlers.query_message import QueryMessageProcessor
+from .handlers.send_message import SendMessageProcessor
+from .lock_manager import RebalanceLockManager
+from .long_polling import PullRequestHoldService
+from .namesrv import RouteInfoManager
+from .remoting import DispatchTable, RemotingConnection, RemotingServer
+from .schedule import ScheduleMessageService
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import SCHEDULE_TOPIC, TopicConfigManager
+
+log = logging.getLogger("rocketmq_emulator.broker")
+
+
+def store_config_for(config: BrokerConfig) -> MessageStoreConfig:
+    return MessageStoreConfig(
+        store_path_root_dir=str(Path(config.store_dir)),
+        mapped_file_size_commit_log=config.mapped_file_size_commitlog,
+        mapped_file_size_consume_queue=config.mapped_file_size_consume_queue_units * 20,
+        max_message_size=config.max_message_size,
+        flush_disk_type=FlushDiskType(config.flush_disk_type),
+        flush_interval_commit_log=config.flush_interval_commitlog_ms,
+        file_reserved_time=int(config.file_reserved_time_hours),
+        delete_when=config.delete_when,
+        disk_max_used_space_ratio=config.disk_max_used_space_ratio,
+        store_host=config.advertised_host or config.host,
+        store_port=config.advertised_port or config.broker_port,
+    )
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None) -> None:
+        self.config = config
+        self.routes = routes
+        root = Path(config.store_dir)
+        config_dir = root / "config"
+        self.store: MessageStore = None  # type: ignore[assignment]  # opened in start(), once the port is known
+        self.store_host_packed = pack_host(config.advertised_host or config.host)
+        self.topic_config_manager = TopicConfigManager(
+            config_dir, broker_name=config.broker_name, cluster_name=config.cluster_name,
+            auto_create_topic_enable=config.auto_create_topic_enable,
+            default_topic_queue_nums=config.default_topic_queue_nums)
+        self.subscription_group_manager = SubscriptionGroupManager(
+            config_dir, auto_create=config.auto_create_subscription_group)
+        self.consumer_offset_manager = ConsumerOffsetManager(config_dir)
+        self.consumer_manager = ConsumerManager(config.channel_expired_timeout_s)
+        self.producer_manager = ProducerManager(config.channel_expired_timeout_s)
+        self.lock_manager = RebalanceLockManager()
+        self.schedule_service = ScheduleMessageService(self, config_dir)
+        #: (group, topic, queue id) -> next offset after the last FOUND pull: what was handed to consumers
+        self.pulled_offsets: dict[tuple[str, str, int], int] = {}
+
+        self.pull_processor = PullMessageProcessor(self)
+        self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
+        table = DispatchTable(f"broker {config.broker_name}")
+        for processor in (SendMessageProcessor(self), self.pull_processor, ConsumerManageProcessor(self),
+                          ClientManageProcessor(self), ConsumerSendBackProcessor(self), QueryMessageProcessor(self),
+                          AdminBrokerProcessor(self)):
+            processor.register(table)
+        self.table = table
+        self.server = RemotingServer(f"broker {config.broker_name}", table, config.host, config.broker_port)
+        self.server.on_connection_lost.append(self._channel_closed)
+        self.vip_server: RemotingServer | None = None
+        if config.vip_channel_enabled and config.broker_port >= 2:
+            self.vip_server = RemotingServer(f"broker {config.broker_name} (vip)",
+                                             table.without(RequestCode.PULL_MESSAGE, name="vip"),
+                                             config.host, config.broker_port - 2)
+            self.vip_server.on_connection_lost.append(self._channel_closed)
+        self.topic_config_manager.on_change.append(self.register_with_namesrv)
+        self._tasks: list[asyncio.Task[None]] = []
+        self.started_at = 0.0
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.server.start(serving=False)
+        if self.config.broker_port == 0:  # an ephemeral port was asked for: advertise the real one
+            self.config.broker_port = self.server.port
+            self.vip_server = None
+        if self.vip_server is not None:
+            try:
+                await self.vip_server.start(serving=False)
+            except OSError as exc:
+                log.warning("VIP port %d unavailable (%s); clients must disable the VIP channel",
+                            self.vip_server.port, exc)
+                self.vip_server = None
+        try:
+            os.makedirs(self.config.store_dir, exist_ok=True)
+            self.store = MessageStore(store_config_for(self.config))
+            self.store.start()
+        except BaseException:
+            await self.server.stop()
+            if self.vip_server is not None:
+                await self.vip_server.stop()
+            raise
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.consumer_offset_manager.load()
+        self.schedule_service.load()
+        await self.server.start_serving()
+        if self.vip_server is not None:
+            await self.vip_server.start_serving()
+        self.register_with_namesrv()
+        await self.schedule_service.start()
+        self._every(0.1, self._flush)
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)
+        self._every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
+        self._every(10.0, self._clean_files)
+        self._every(30.0, self._register_periodically)
+        self.started_at = time.time()
+
+    async def stop(self) -> None:
+        """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store."""
+        self.server.stop_accepting()
+        if self.vip_server is not None:
+            self.vip_server.stop_accepting()
+        self.pull_hold_service.wake_all()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.schedule_service.stop()
+        self.consumer_offset_manager.persist()
+        self.store.stop()
+        await self.server.stop()
+        if self.vip_server is not None:
+            await self.vip_server.stop()
+        if self.routes is not None:
+            self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
+                                          self.config.broker_addr, 0)
+
+    async def __aenter__(self) -> BrokerController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _every(self, seconds: float, fn: Callable[[], object | Awaitable[object]]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    result = fn()
+                    if asyncio.iscoroutine(result):
+                        await result
+                except Exception:  # noqa: BLE001 - a periodic task must survive one failure
+                    log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+        self._tasks.append(asyncio.get_running_loop().create_task(loop()))
+
+    # -- periodic work ------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        self.store.flush_if_due()  # commitlog every flushIntervalCommitLog, queues and checkpoint every second
+
+    def _persist_offsets(self) -> None:
+        self.consumer_offset_manager.persist_if_dirty()
+        self.schedule_service.persist()
+
+    def _scan_channels(self) -> None:
+        for conn in self.consumer_manager.scan_not_active_channels() + self.producer_manager.scan_not_active_channels():
+            conn.close()
+
+    def _clean_files(self) -> None:
+        self.store.clean_expired_files(int(time.time() * 1000))
+
+    def _register_periodically(self) -> None:
+        self.register_with_namesrv()
+
+    # -- shared operations --------------------------------------------------------------------------
+    def register_with_namesrv(self) -> None:
+        if self.routes is None:
+            return
+        w = self.topic_config_manager.wrapper()
+        self.routes.register_broker(self.config.cluster_name, self.config.broker_name, self.config.broker_addr, 0,
+                                    w.topic_config_table, w.data_version)
+
+    def _channel_closed(self, conn: RemotingConnection) -> None:
+        self.consumer_manager.channel_closed(conn, self.config.notify_consumer_ids_changed_enable)
+        self.producer_manager.channel_closed(conn)
+
+    def message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
+        """A message was stored: wake held pulls of that queue, or its delay level if it was parked."""
+        if topic == SCHEDULE_TOPIC:
+            self.schedule_service.message_parked(queue_id)
+        else:
+            self.pull_hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+
+    def record_pulled(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        self.pulled_offsets[(group, topic, queue_id)] = next_offset
+
+    def delete_topic(self, topic: str) -> None:
+        self.topic_config_manager.delete(topic)
+        self.store.delete_topics({topic})
+        self.consumer_offset_manager.remove_topic(topic)
+
+    def runtime_info(self) -> dict[str, str]:
+        return {
+            "brokerVersion": "409", "brokerVersionDesc": "V4_9_8 (rocketmq-emulator)",
+            "bootTimestamp": str(int(self.started_at * 1000)),
+            "commitLogMinOffset": str(self.store.commitlog_min_offset()),
+            "commitLogMaxOffset": str(self.store.commitlog_max_offset()),
+            "pullHeldCount": str(self.pull_hold_service.held_count()),
+            "topicCount": str(len(self.topic_config_manager.table)),
+            "consumerGroupCount": str(len(self.consumer_manager.groups)),
+        }

@@ -1,0 +1,146 @@
+"""Topic and admin requests (reference §9.12, §9.16, §9.17): create/update/delete topics, topic configs and
+stats, subscription groups, consume stats, runtime info, and the manual expiry of commitlog files."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from protocol.admin_bodies import (ConsumeStats, OffsetWrapper, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+                                   TopicConfig, TopicFilterType, TopicOffset, TopicStatsTable)
+from protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
+from protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
+                              GetConsumeStatsRequestHeader, TopicRequestHeader)
+
+from ..remoting import DispatchTable, RemotingConnection
+from ..topic_config import validate_topic
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic)
+        table.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
+        table.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config)
+        table.register(RequestCode.GET_TOPIC_STATS_INFO, self.get_topic_stats_info)
+        table.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, self.get_system_topic_list)
+        table.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group)
+        table.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.get_all_subscription_group)
+        table.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group)
+        table.register(RequestCode.GET_CONSUME_STATS, self.get_consume_stats)
+        table.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who)
+        table.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.get_all_consumer_offset)
+        table.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
+        table.register(RequestCode.DELETE_EXPIRED_COMMITLOG, self.delete_expired_commitlog)
+
+    def update_and_create_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = CreateTopicRequestHeader.from_ext(req.ext_fields)
+        validate_topic(h.topic)
+        tcm = self.broker.topic_config_manager
+        if tcm.is_system_topic(h.topic):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"The topic[{h.topic}] is conflict with system topic.")
+        try:
+            filter_type = TopicFilterType[h.topic_filter_type]
+        except KeyError:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"invalid topicFilterType {h.topic_filter_type!r}") from None
+        if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be positive")
+        tcm.update(TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums,
+                               write_queue_nums=h.write_queue_nums, perm=h.perm, topic_filter_type=filter_type,
+                               topic_sys_flag=h.topic_sys_flag or 0, order=h.order))
+        return RemotingCommand.response_to(req)
+
+    def delete_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(req.ext_fields).topic
+        validate_topic(topic)
+        self.broker.delete_topic(topic)
+        return RemotingCommand.response_to(req)
+
+    def get_all_topic_config(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        return RemotingCommand.response_to(req, body=self.broker.topic_config_manager.wrapper().encode())
+
+    def get_topic_stats_info(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(req.ext_fields).topic
+        tc = self.broker.topic_config_manager.get(topic)
+        if tc is None:
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.broker.store
+        table = {}
+        for q in range(tc.write_queue_nums):
+            max_offset = store.get_max_offset_in_queue(topic, q)
+            last = store.get_message_store_timestamp(topic, q, max_offset - 1) if max_offset > 0 else 0
+            table[MessageQueue(topic, self.broker.config.broker_name, q)] = TopicOffset(
+                min_offset=store.get_min_offset_in_queue(topic, q), max_offset=max_offset,
+                last_update_timestamp=max(0, last))
+        return RemotingCommand.response_to(req, body=TopicStatsTable(offset_table=table).encode())
+
+    def get_system_topic_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        tcm = self.broker.topic_config_manager
+        return RemotingCommand.response_to(req, body=TopicList(
+            topic_list=sorted(t for t in tcm.table if tcm.is_system_topic(t))).encode())
+
+    def update_and_create_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        cfg = SubscriptionGroupConfig.decode(req.body)
+        if not cfg.group_name:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "groupName is required")
+        self.broker.subscription_group_manager.update(cfg)
+        return RemotingCommand.response_to(req)
+
+    def get_all_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        sgm = self.broker.subscription_group_manager
+        return RemotingCommand.response_to(req, body=SubscriptionGroupWrapper(
+            subscription_group_table=dict(sgm.table), data_version=sgm.data_version).encode())
+
+    def delete_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = DeleteSubscriptionGroupRequestHeader.from_ext(req.ext_fields)
+        self.broker.subscription_group_manager.delete(h.group_name)
+        if h.remove_offset:
+            self.broker.consumer_offset_manager.remove_group(h.group_name)
+        return RemotingCommand.response_to(req)
+
+    def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """§9.12: per queue of each topic of the group, broker offset, stored consumer offset, last time."""
+        b = self.broker
+        h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
+        group = h.consumer_group
+        topics = {h.topic} if h.topic else b.consumer_offset_manager.topics_of_group(group)
+        gi = b.consumer_manager.get(group)
+        table = {}
+        for topic in sorted(topics):
+            tc = b.topic_config_manager.get(topic)
+            if tc is None:
+                continue
+            if gi is not None and gi.subscription_table and topic not in gi.subscription_table:
+                continue
+            for q in range(tc.read_queue_nums):
+                broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
+                consumer_offset = max(0, b.consumer_offset_manager.query_offset(group, topic, q))
+                last = 0
+                if consumer_offset >= 1:
+                    last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
+                table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
+                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last)
+        return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=0.0, offset_table=table).encode())
+
+    def query_topic_consume_by_who(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(req.ext_fields).topic
+        b = self.broker
+        groups = b.consumer_manager.groups_subscribing(topic) | b.consumer_offset_manager.groups_of_topic(topic)
+        return RemotingCommand.response_to(req, body=GroupList(group_list=sorted(groups)).encode())
+
+    def get_all_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        from protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+        return RemotingCommand.response_to(req, body=ConsumerOffsetSerializeWrapper(
+            offset_table=self.broker.consumer_offset_manager.offset_table).encode(pretty=False))
+
+    def get_broker_runtime_info(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        return RemotingCommand.response_to(req, body=KVTable(table=self.broker.runtime_info()).encode())
+
+    def delete_expired_commitlog(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        self.broker.store.execute_delete_files_manually()
+        return RemotingCommand.response_to(req)

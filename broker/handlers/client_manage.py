@@ -1,0 +1,122 @@
+"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, consumer lists and connections, queue locks
+(reference §9.8, §9.9, §9.17)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from protocol.bodies import (CheckClientRequestBody, Connection, ConsumerConnection,
+                             GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
+                             LockBatchResponseBody, ProducerConnection, UnlockBatchRequestBody)
+from protocol.codes import LANGUAGE_BY_NAME, LanguageCode
+from protocol.headers import GetProducerConnectionListRequestHeader, GroupRequestHeader, UnregisterClientRequestHeader
+
+from ..client_manager import ClientChannelInfo
+from ..remoting import DispatchTable, RemotingConnection
+from ..topic_config import RETRY_PREFIX
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.clients")
+
+
+class ClientManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.HEART_BEAT, self.heart_beat)
+        table.register(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
+        table.register(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
+        table.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.get_consumer_list_by_group)
+        table.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.get_consumer_connection_list)
+        table.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.get_producer_connection_list)
+        table.register(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
+        table.register(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
+
+    def heart_beat(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        b = self.broker
+        data = HeartbeatData.decode(req.body)
+        conn.attributes["client_id"] = data.client_id
+        conn.attributes["language"] = req.language
+        conn.attributes["version"] = req.version
+        for cd in data.consumer_data_set:
+            group_cfg = b.subscription_group_manager.find(cd.group_name)
+            if group_cfg is not None:
+                retry_topic = RETRY_PREFIX + cd.group_name
+                if b.topic_config_manager.get(retry_topic) is None and group_cfg.retry_queue_nums > 0:
+                    b.topic_config_manager.create_without_template(retry_topic, group_cfg.retry_queue_nums)
+            notify = b.config.notify_consumer_ids_changed_enable and (
+                group_cfg is None or group_cfg.notify_consumer_ids_changed_enable)
+            info = ClientChannelInfo(conn, data.client_id, req.language, req.version)
+            b.consumer_manager.register(cd.group_name, info, cd.consume_type, cd.message_model,
+                                        cd.consume_from_where, list(cd.subscription_data_set), notify)
+        for pd in data.producer_data_set:
+            b.producer_manager.register(pd.group_name, ClientChannelInfo(conn, data.client_id, req.language,
+                                                                         req.version))
+        return RemotingCommand.response_to(req)
+
+    def unregister_client(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = UnregisterClientRequestHeader.from_ext(req.ext_fields)
+        b = self.broker
+        if h.producer_group:
+            b.producer_manager.unregister(h.producer_group, conn)
+        if h.consumer_group:
+            cfg = b.subscription_group_manager.table.get(h.consumer_group)
+            notify = b.config.notify_consumer_ids_changed_enable and (cfg is None or
+                                                                      cfg.notify_consumer_ids_changed_enable)
+            b.consumer_manager.unregister(h.consumer_group, conn, notify)
+        return RemotingCommand.response_to(req)
+
+    def check_client_config(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        body = CheckClientRequestBody.decode(req.body) if req.body else CheckClientRequestBody()
+        sub = body.subscription_data
+        if sub is not None and sub.expression_type not in ("", "TAG"):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                              f"The broker does not support consumer to filter message by {sub.expression_type}")
+        return RemotingCommand.response_to(req)
+
+    def get_consumer_list_by_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        group = GroupRequestHeader.from_ext(req.ext_fields).consumer_group
+        gi = self.broker.consumer_manager.get(group)
+        if gi is None or not gi.channels:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return RemotingCommand.response_to(
+            req, body=GetConsumerListByGroupResponseBody(consumer_id_list=gi.client_ids()).encode())
+
+    def get_consumer_connection_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        group = GroupRequestHeader.from_ext(req.ext_fields).consumer_group
+        gi = self.broker.consumer_manager.get(group)
+        if gi is None:
+            raise BrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        body = ConsumerConnection(
+            connection_set=[_connection(info) for info in gi.channels.values()],
+            consume_type=gi.consume_type, message_model=gi.message_model, consume_from_where=gi.consume_from_where,
+            subscription_table=dict(gi.subscription_table))
+        return RemotingCommand.response_to(req, body=body.encode())
+
+    def get_producer_connection_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        group = GetProducerConnectionListRequestHeader.from_ext(req.ext_fields).producer_group
+        channels = self.broker.producer_manager.groups.get(group)
+        if not channels:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        body = ProducerConnection(connection_set=[_connection(info) for info in channels.values()])
+        return RemotingCommand.response_to(req, body=body.encode())
+
+    def lock_batch_mq(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        body = LockBatchRequestBody.decode(req.body)
+        granted = self.broker.lock_manager.try_lock_batch(body.consumer_group, set(body.mq_set), body.client_id)
+        return RemotingCommand.response_to(req, body=LockBatchResponseBody(lock_ok_mq_set=granted).encode())
+
+    def unlock_batch_mq(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        body = UnlockBatchRequestBody.decode(req.body)
+        self.broker.lock_manager.unlock_batch(body.consumer_group, set(body.mq_set), body.client_id)
+        return RemotingCommand.response_to(req)
+
+
+def _connection(info: ClientChannelInfo) -> Connection:
+    return Connection(client_addr=info.connection.peer, client_id=info.client_id,
+                      language=LANGUAGE_BY_NAME.get(info.language, LanguageCode.OTHER), version=info.version)

@@ -1,0 +1,72 @@
+"""QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP,
+GET_EARLIEST_MSG_STORETIME (reference §9.7, §9.13).
+
+QUERY_CONSUMER_OFFSET follows 4.9.x exactly (seed 001): with no stored offset, a queue whose min offset is
+still 0 and whose first message is not "on disk" answers 0 (so a new group reads the whole young queue even
+with CONSUME_FROM_LAST_OFFSET); otherwise QUERY_NOT_FOUND, and the client applies its ConsumeFromWhere rule.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol import RemotingCommand, RequestCode, ResponseCode
+from protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
+                              UpdateConsumerOffsetRequestHeader)
+
+from ..remoting import DispatchTable, RemotingConnection
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+
+class ConsumerManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
+        table.register(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
+        table.register(RequestCode.GET_MAX_OFFSET, self.get_max_offset)
+        table.register(RequestCode.GET_MIN_OFFSET, self.get_min_offset)
+        table.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset_by_timestamp)
+        table.register(RequestCode.GET_EARLIEST_MSG_STORETIME, self.get_earliest_msg_storetime)
+
+    def query_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        offset = self.broker.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
+        if offset >= 0:
+            return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+        store = self.broker.store
+        if h.set_zero_if_not_found is not False:
+            min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
+            if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
+                return RemotingCommand.response_to(req, ext_fields={"offset": "0"})
+        return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
+                                           "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+
+    def update_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        self.broker.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
+                                                          h.commit_offset)
+        return RemotingCommand.response_to(req)
+
+    def get_max_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = QueueRequestHeader.from_ext(req.ext_fields)
+        offset = self.broker.store.get_max_offset_in_queue(h.topic, h.queue_id)
+        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+
+    def get_min_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = QueueRequestHeader.from_ext(req.ext_fields)
+        offset = self.broker.store.get_min_offset_in_queue(h.topic, h.queue_id)
+        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+
+    def search_offset_by_timestamp(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = SearchOffsetRequestHeader.from_ext(req.ext_fields)
+        offset = self.broker.store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp)
+        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+
+    def get_earliest_msg_storetime(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = QueueRequestHeader.from_ext(req.ext_fields)
+        ts = self.broker.store.get_earliest_message_time(h.topic, h.queue_id)
+        return RemotingCommand.response_to(req, ext_fields={"timestamp": str(ts)})

@@ -1,0 +1,71 @@
+"""CONSUMER_SEND_MSG_BACK (reference §9.10): a consumer returns a message it failed to consume; it goes to
+`%RETRY%<group>` after a delay level, or to `%DLQ%<group>` after max reconsume times."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from protocol.headers import ConsumerSendMsgBackRequestHeader
+from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
+                              PROPERTY_TAGS, encode_properties, pack_host, tag_hash_code)
+from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from store.results import PutMessageStatus
+
+from ..remoting import DispatchTable, RemotingConnection
+from ..topic_config import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+
+class ConsumerSendBackProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.consumer_send_msg_back)
+
+    def consumer_send_msg_back(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        b = self.broker
+        h = ConsumerSendMsgBackRequestHeader.from_ext(req.ext_fields)
+        cfg = b.subscription_group_manager.find(h.group)
+        if cfg is None:
+            raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
+        if cfg.retry_queue_nums <= 0:
+            return RemotingCommand.response_to(req)
+        msg = b.store.look_message_by_offset(h.offset)
+        if msg is None:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+        props = dict(msg.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
+        max_times = cfg.retry_max_times
+        if req.version >= 121 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        delay_level = h.delay_level
+        if msg.reconsume_times >= max_times or delay_level < 0:
+            topic, queue_id = DLQ_PREFIX + h.group, 0
+            b.topic_config_manager.create_without_template(topic, 1, PERM_READ | PERM_WRITE)
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            delay_level = 0
+        else:
+            topic = RETRY_PREFIX + h.group
+            b.topic_config_manager.create_without_template(topic, cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
+            queue_id = random.randrange(cfg.retry_queue_nums)
+            if delay_level == 0:
+                delay_level = 3 + msg.reconsume_times
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, h.origin_msg_id or msg.msg_id)
+        tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
+        if delay_level > 0:
+            topic, queue_id, tags_code = b.schedule_service.park(topic, queue_id, props, delay_level)
+        inner = MessageExtBrokerInner(
+            topic, queue_id, msg.body, flag=msg.flag, properties_raw=encode_properties(props).encode(),
+            tags_code=tags_code, sys_flag=msg.sys_flag & ~0x30, born_timestamp=msg.born_timestamp,
+            born_host=pack_host(msg.born_host), born_port=msg.born_port, reconsume_times=msg.reconsume_times + 1,
+            keys=keys_of(props))
+        result = b.store.put_message(inner)
+        if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, result.status.name)
+        b.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
+        return RemotingCommand.response_to(req)

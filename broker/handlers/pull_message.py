@@ -1,0 +1,146 @@
+"""PULL_MESSAGE (reference §9.2-9.6): pre-checks, the store lookup, status to response code, long polling,
+offset commit through sysFlag, and OFFSET_MOVED_EVENT on PULL_OFFSET_MOVED."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
+from protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
+from protocol.headers import PullMessageRequestHeader
+from protocol.message import java_string_hash
+from store.message_ext_broker_inner import MessageExtBrokerInner
+from store.results import GetMessageStatus
+
+from ..long_polling import PullRequest
+from ..remoting import DispatchTable, RemotingConnection
+from ..topic_config import OFFSET_MOVED_EVENT, PERM_READ
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.pull")
+
+_S = GetMessageStatus
+_R = ResponseCode
+
+
+def parse_tag_expression(expression: str | None) -> frozenset[int] | None:
+    """A TAG subscription's hash codes; None means "every message" (null, empty or `*`)."""
+    if expression is None:
+        return None
+    expression = expression.strip()
+    if not expression or expression == "*":
+        return None
+    tags = [t.strip() for t in expression.split("||")]
+    codes = frozenset(java_string_hash(t) for t in tags if t)
+    return codes or None
+
+
+class PullMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.PULL_MESSAGE, self.pull_message)
+
+    def pull_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | None:
+        return self.process(req, conn, allow_suspend=True)
+
+    def rerun(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """A held pull runs again: no suspension, no offset commit."""
+        response = self.process(req, conn, allow_suspend=False)
+        assert response is not None
+        return response
+
+    def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool) -> RemotingCommand | None:
+        b = self.broker
+        h = PullMessageRequestHeader.from_ext(req.ext_fields)
+        group_cfg = b.subscription_group_manager.find(h.consumer_group)
+        if group_cfg is None:
+            raise BrokerError(_R.SUBSCRIPTION_GROUP_NOT_EXIST,
+                              f"subscription group [{h.consumer_group}] does not exist")
+        if not group_cfg.consume_enable:
+            raise BrokerError(_R.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
+        tc = b.topic_config_manager.get(h.topic)
+        if tc is None:
+            raise BrokerError(_R.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+        if not tc.perm & PERM_READ:
+            raise BrokerError(_R.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+        if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
+            raise BrokerError(_R.SYSTEM_ERROR, f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "
+                                               f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{conn.peer}]")
+        sys_flag = h.sys_flag
+        if sys_flag & PullSysFlag.SUBSCRIPTION:
+            expression_type = h.expression_type or "TAG"
+            codes = parse_tag_expression(h.subscription)
+        else:
+            gi = b.consumer_manager.get(h.consumer_group)
+            if gi is None:
+                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST,
+                                  f"the consumer's group info not exist, group: {h.consumer_group}")
+            if gi.message_model == MessageModel.BROADCASTING and not group_cfg.consume_broadcast_enable:
+                raise BrokerError(_R.NO_PERMISSION,
+                                  f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
+            sub = gi.subscription_table.get(h.topic)
+            if sub is None:
+                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, "
+                                                             f"group: {h.consumer_group} topic: {h.topic}")
+            if sub.sub_version < h.sub_version:
+                raise BrokerError(_R.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+            expression_type = sub.expression_type or "TAG"
+            codes = frozenset(sub.code_set) if sub.sub_string.strip() not in ("", "*") and sub.code_set else \
+                parse_tag_expression(sub.sub_string)
+        if expression_type != "TAG":
+            raise BrokerError(_R.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
+                                               + expression_type)
+
+        result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums, codes)
+        if result is None:
+            raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
+        status = result.status
+        body = b""
+        if status is _S.FOUND:
+            code = _R.SUCCESS
+            body = result.body()
+            b.record_pulled(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
+        elif status is _S.NO_MATCHED_MESSAGE or status is _S.MESSAGE_WAS_REMOVING:
+            code = _R.PULL_RETRY_IMMEDIATELY
+        elif status is _S.NO_MATCHED_LOGIC_QUEUE or status is _S.NO_MESSAGE_IN_QUEUE:
+            code = _R.PULL_OFFSET_MOVED if h.queue_offset != 0 else _R.PULL_NOT_FOUND
+        elif status is _S.OFFSET_OVERFLOW_BADLY or status is _S.OFFSET_TOO_SMALL:
+            code = _R.PULL_OFFSET_MOVED
+        else:  # OFFSET_OVERFLOW_ONE, OFFSET_FOUND_NULL
+            code = _R.PULL_NOT_FOUND
+
+        if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET:
+            b.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
+                                                    h.commit_offset)
+
+        if code == _R.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
+            hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_ms
+            pr = PullRequest(req, conn, h.queue_offset, codes, time.monotonic() + max(0, hold_ms) / 1000)
+            b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
+            return None
+
+        if code == _R.PULL_OFFSET_MOVED:
+            self._offset_moved_event(h, result.next_begin_offset)
+
+        return RemotingCommand.response_to(req, code, status.name, {
+            "suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
+            "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}, body)
+
+    def _offset_moved_event(self, h: PullMessageRequestHeader, offset_new: int) -> None:
+        """Record the correction in topic OFFSET_MOVED_EVENT, as a master broker does (§9.4)."""
+        b = self.broker
+        event = OffsetMovedEvent(consumer_group=h.consumer_group, message_queue=MessageQueue(
+            h.topic, b.config.broker_name, h.queue_id), offset_request=h.queue_offset, offset_new=offset_new)
+        props = f"TAGS\x01{h.consumer_group}\x02KEYS\x01{h.consumer_group}".encode()
+        inner = MessageExtBrokerInner(OFFSET_MOVED_EVENT, 0, event.encode(), properties_raw=props,
+                                      tags_code=java_string_hash(h.consumer_group),
+                                      born_timestamp=int(time.time() * 1000), born_host=b.store_host_packed,
+                                      born_port=b.config.advertised_port or b.config.broker_port,
+                                      keys=[h.consumer_group])
+        b.store.put_message(inner)

@@ -1,0 +1,45 @@
+"""VIEW_MESSAGE_BY_ID and QUERY_MESSAGE (reference §9.17)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from protocol.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
+
+from ..remoting import DispatchTable, RemotingConnection
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+DEFAULT_QUERY_MAX_NUM = 32
+
+
+class QueryMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
+        table.register(RequestCode.QUERY_MESSAGE, self.query_message)
+
+    def view_message_by_id(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        offset = ViewMessageRequestHeader.from_ext(req.ext_fields).offset
+        record = self.broker.store.select_one_message_by_offset(offset)
+        if record is None:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+        return RemotingCommand.response_to(req, body=bytes(record))
+
+    def query_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = QueryMessageRequestHeader.from_ext(req.ext_fields)
+        max_num = h.max_num
+        if (req.ext_fields or {}).get("_UNIQUE_KEY_QUERY") == "true":
+            max_num = DEFAULT_QUERY_MAX_NUM
+        end = h.end_timestamp if h.end_timestamp > 0 else int(time.time() * 1000)
+        result = self.broker.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, end)
+        if not result.messages:
+            raise BrokerError(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
+        return RemotingCommand.response_to(req, ext_fields={
+            "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
+            "indexLastUpdatePhyoffset": str(result.index_last_update_phyoffset)}, body=result.body())

@@ -1,0 +1,208 @@
+"""SEND_MESSAGE (10, long names), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320), reference §9.1.
+
+Batch or not is decided by the header's `batch` flag (C++ sends batches as 310 with `m=true`).
+Transactional (half) messages are refused with NO_PERMISSION: this emulator does not implement transactions.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
+from protocol.headers import SendMessageRequestHeader, decode_send_header
+from protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
+                              PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
+                              iter_batch, pack_host, tag_hash_code)
+from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from store.results import PutMessageResult, PutMessageStatus
+
+from ..remoting import DispatchTable, RemotingConnection
+from ..topic_config import (DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_topic)
+
+if TYPE_CHECKING:
+    from protocol.admin_bodies import TopicConfig
+
+    from ..controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.send")
+
+_STATUS_CODES = {
+    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR,
+                                               "create mapped file failed, server is busy or broken."),
+    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL,
+                                       "the message is illegal, maybe msg body or properties length not matched."),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL,
+                                                "the message is illegal, maybe msg properties length limit 32k."),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE,
+                                             "service not available now. It may be caused by the store being "
+                                             "shut down or the disk being full."),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow "
+                                                                     "control for a while"),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+class SendMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self._cluster_suffix = f"\x02{PROPERTY_CLUSTER}\x01{broker.config.cluster_name}"
+        self._valid_topics: set[str] = set()  # topics that passed validation and exist
+        self._trace_on = "true" if broker.config.trace_on else "false"
+
+    def register(self, table: DispatchTable) -> None:
+        table.register([RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE],
+                       self.send_message)
+
+    def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = decode_send_header(req.code, req.ext_fields)
+        topic = h.topic
+        tc = self.broker.topic_config_manager.table.get(topic)
+        if tc is None or topic not in self._valid_topics:
+            validate_topic(topic)
+            if topic in NOT_ALLOWED_SEND_TOPICS:
+                raise BrokerError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            tc = self._topic_config(h)
+            self._valid_topics.add(topic)
+        queue_id = h.queue_id
+        if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                              f"request queueId[{queue_id}] is illegal, {tc.topic_name} Producer: {conn.peer}")
+        if queue_id < 0:
+            queue_id = random.randrange(max(1, tc.write_queue_nums))
+        if not tc.perm & PERM_WRITE:
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        born = conn.attributes.get("born_host")
+        if born is None:
+            born = conn.attributes["born_host"] = pack_host(conn.remote_ip or "127.0.0.1")
+        sys_flag = h.sys_flag
+        if tc.topic_filter_type == 1:
+            sys_flag |= MessageSysFlag.MULTI_TAGS
+        if h.batch:
+            return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
+        body = req.body
+        props = decode_properties(h.properties) if h.properties else {}
+        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
+            raise BrokerError(ResponseCode.NO_PERMISSION,
+                              "transactional messages are not supported by rocketmq-emulator")
+        reconsume_times = h.reconsume_times or 0
+        if topic.startswith(RETRY_PREFIX):
+            topic, queue_id = self._retry_or_dlq(h, topic, queue_id, reconsume_times, props, req.version)
+        tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
+        real_queue_id = queue_id
+        delay = props.get(PROPERTY_DELAY_TIME_LEVEL)
+        if delay is not None and delay.lstrip("-").isdigit() and int(delay) > 0 or PROPERTY_CLUSTER in props:
+            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+            props[PROPERTY_CLUSTER] = self.broker.config.cluster_name
+            if delay is not None and delay.lstrip("-").isdigit() and int(delay) > 0:
+                topic, queue_id, tags_code = self.broker.schedule_service.park(topic, queue_id, props, int(delay))
+            raw = encode_properties(props).encode()
+        else:  # fast path: edit the client's string instead of re-encoding it (drop WAIT, add CLUSTER)
+            text = (h.properties or "").rstrip("\x02")
+            if PROPERTY_WAIT_STORE_MSG_OK in props:
+                text = "\x02".join(p for p in text.split("\x02") if not p.startswith("WAIT\x01"))
+            raw = (text + self._cluster_suffix if text else self._cluster_suffix[1:]).encode()
+        if len(raw) > 32767:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message properties size {len(raw)} exceeds 32767")
+        if len(body) > self.broker.config.max_message_size:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL,
+                              f"the message body size {len(body)} exceeds maxMessageSize "
+                              f"{self.broker.config.max_message_size}")
+        inner = MessageExtBrokerInner(topic, queue_id, body, flag=h.flag, properties_raw=raw, tags_code=tags_code,
+                                      sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born,
+                                      born_port=conn.remote_port, reconsume_times=reconsume_times,
+                                      keys=keys_of(props))
+        result = self.broker.store.put_message(inner)
+        response = self._response(req, result, real_queue_id)
+        if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
+        return response
+
+    def _send_batch(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
+                    sys_flag: int, born: bytes, conn: RemotingConnection) -> RemotingCommand:
+        if sys_flag & TRANSACTION_TYPE_MASK:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support transaction message")
+        if topic.startswith(RETRY_PREFIX):
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
+        batch_props = h.properties or ""
+        suffix = (self._cluster_suffix if not batch_props else
+                  "\x02" + batch_props.rstrip("\x02") + self._cluster_suffix).encode()
+        inners = []
+        total = 0
+        born_ts, port = h.born_timestamp, conn.remote_port
+        try:
+            for flag, body, raw in iter_batch(req.body):
+                raw = (raw.rstrip(b"\x02") + suffix) if raw else suffix[1:]
+                if len(raw) > 32767:
+                    raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "the message properties size exceeds 32767")
+                total += len(body)
+                keys = get_property(raw, b"KEYS")
+                uniq = get_property(raw, b"UNIQ_KEY")
+                index_keys = keys.split() if keys else []
+                if uniq:
+                    index_keys.append(uniq)
+                inners.append(MessageExtBrokerInner(
+                    topic, queue_id, body, flag=flag, properties_raw=raw,
+                    tags_code=tag_hash_code(get_property(raw, b"TAGS")), sys_flag=sys_flag,
+                    born_timestamp=born_ts, born_host=born, born_port=port, keys=index_keys))
+        except ProtocolError as exc:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}") from None
+        if total > self.broker.config.max_message_size:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL,
+                              f"the batch body size {total} exceeds maxMessageSize {self.broker.config.max_message_size}")
+        result = self.broker.store.put_messages(inners)
+        response = self._response(req, result, queue_id)
+        if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self.broker.message_arrived(topic, queue_id, result.logics_offset + result.msg_num, None)
+        return response
+
+    def _response(self, req: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        code, remark = _STATUS_CODES[result.status]
+        ext = {"MSG_REGION": self.broker.config.region_id, "TRACE_ON": self._trace_on}
+        if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                    ResponseCode.SLAVE_NOT_AVAILABLE):
+            ext["msgId"] = result.msg_id
+            ext["queueId"] = str(queue_id)
+            ext["queueOffset"] = str(result.logics_offset)
+        elif code != ResponseCode.SUCCESS:
+            log.warning("send to %s failed: %s", req.ext_fields, result.status.name)
+        return RemotingCommand.response_to(req, code, remark, ext)
+
+    def _topic_config(self, h: SendMessageRequestHeader) -> TopicConfig:
+        tcm = self.broker.topic_config_manager
+        tc = tcm.get(h.topic)
+        if tc is None:
+            tc = tcm.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums,
+                                    1 if h.unit_mode else 0)
+            if tc is None and h.topic.startswith(RETRY_PREFIX):
+                tc = tcm.create_without_template(h.topic, 1, PERM_READ | PERM_WRITE)
+            if tc is None:
+                raise BrokerError(ResponseCode.TOPIC_NOT_EXIST,
+                                  f"topic[{h.topic}] not exist, apply first please!"
+                                  "\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
+        return tc
+
+    def _retry_or_dlq(self, h: SendMessageRequestHeader, topic: str, queue_id: int, reconsume_times: int,
+                      props: dict[str, str], version: int) -> tuple[str, int]:
+        group = topic[len(RETRY_PREFIX):]
+        cfg = self.broker.subscription_group_manager.find(group)
+        if cfg is None:
+            raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                              f"subscription group not exist, {group}")
+        max_times = cfg.retry_max_times
+        if version >= 121 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if reconsume_times >= max_times:
+            dlq = DLQ_PREFIX + group
+            self.broker.topic_config_manager.create_without_template(dlq, 1, PERM_READ | PERM_WRITE)
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            log.info("message to %s reached %d reconsume times: sent to %s", topic, reconsume_times, dlq)
+            return dlq, 0
+        return topic, queue_id
+

@@ -1,0 +1,160 @@
+"""Delayed delivery (reference §8.9): messages with DELAY=L are parked in SCHEDULE_TOPIC_XXXX queue L-1
+and re-put to their real topic and queue when due. Retries (CONSUMER_SEND_MSG_BACK) use the same path.
+Progress per level is kept in `config/delayOffset.json`.
+
+Each level has its own asyncio task that sleeps exactly until the next message of that level is due, so a
+10 s retry arrives 10 s later, not on a coarse timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from protocol import fastjson
+from protocol.bodies import Body
+from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
+                              MessageExt, encode_properties, pack_host, tag_hash_code)
+from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from store.results import GetMessageStatus, PutMessageStatus
+
+from .config_file import load_config_file, write_config_file
+from .topic_config import SCHEDULE_TOPIC
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.schedule")
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """`1s 5s 10s 30s 1m ...` -> delays in ms, level 1 first."""
+    out = []
+    for token in text.split():
+        m = re.fullmatch(r"(\d+)([smhd])", token.strip())
+        if not m:
+            raise ValueError(f"bad messageDelayLevel entry {token!r}")
+        out.append(int(m.group(1)) * _UNITS[m.group(2)])
+    return out
+
+
+class DelayOffsetSerializeWrapper(Body):
+    offset_table: dict[int, int] = msgspec.field(default_factory=dict)
+
+
+class ScheduleMessageService:
+    def __init__(self, broker: BrokerController, config_dir: Path) -> None:
+        self.broker = broker
+        self.path = config_dir / "delayOffset.json"
+        self.delays = parse_delay_levels(broker.config.message_delay_level)
+        self.offsets: dict[int, int] = {}
+        self._wakeups: dict[int, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def max_level(self) -> int:
+        return len(self.delays)
+
+    def load(self) -> None:
+        wrapper = load_config_file(self.path, DelayOffsetSerializeWrapper.decode)
+        if wrapper is not None:
+            self.offsets = dict(wrapper.offset_table)
+
+    def persist(self) -> None:
+        write_config_file(self.path, fastjson.dumps(DelayOffsetSerializeWrapper(offset_table=self.offsets),
+                                                    pretty=True).encode())
+
+    def park(self, topic: str, queue_id: int, props: dict[str, str], level: int) -> tuple[str, int, int]:
+        """Rewrite a message for the schedule topic: returns (topic, queue id, tagsCode = delivery time)."""
+        level = min(level, self.max_level)
+        props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        props[PROPERTY_REAL_TOPIC] = topic
+        props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        return SCHEDULE_TOPIC, level - 1, int(time.time() * 1000) + self.delays[level - 1]
+
+    def message_parked(self, level_queue_id: int) -> None:
+        event = self._wakeups.get(level_queue_id + 1)
+        if event is not None:
+            event.set()
+
+    async def start(self) -> None:
+        for level in range(1, self.max_level + 1):
+            self._wakeups[level] = asyncio.Event()
+            self._tasks.append(asyncio.get_running_loop().create_task(self._run_level(level)))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self.persist()
+
+    async def _run_level(self, level: int) -> None:
+        event = self._wakeups[level]
+        while True:
+            try:
+                wait_s = self._deliver_due(level)
+            except Exception:  # noqa: BLE001 - keep the level alive, try again shortly
+                log.exception("delay level %d: delivery failed", level)
+                wait_s = 1.0
+            event.clear()
+            try:
+                await asyncio.wait_for(event.wait(), wait_s)
+            except asyncio.TimeoutError:
+                pass
+
+    def _deliver_due(self, level: int) -> float:
+        """Re-put every due message of `level`; return how long to sleep until the next one is due."""
+        store = self.broker.store
+        queue_id = level - 1
+        offset = max(self.offsets.get(level, 0), store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id))
+        delay = self.delays[level - 1]
+        while True:
+            result = store.get_message("SCHEDULE_CONSUMER", SCHEDULE_TOPIC, queue_id, offset, 32, None)
+            if result is None:
+                return 1.0
+            if result.status is not GetMessageStatus.FOUND:
+                if result.status in (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
+                                     GetMessageStatus.OFFSET_FOUND_NULL):
+                    self.offsets[level] = offset = result.next_begin_offset
+                    continue
+                return 60.0
+            for record, queue_offset in zip(result.messages, result.queue_offsets):
+                msg = MessageExt.decode(record)
+                due = msg.store_timestamp + delay
+                now = int(time.time() * 1000)
+                if due > now:
+                    self.offsets[level] = queue_offset
+                    return (due - now) / 1000
+                if not self._redeliver(msg):
+                    self.offsets[level] = queue_offset
+                    return 1.0
+                offset = queue_offset + 1
+                self.offsets[level] = offset
+
+    def _redeliver(self, msg: MessageExt) -> bool:
+        props = dict(msg.properties)
+        topic = props.pop(PROPERTY_REAL_TOPIC, None)
+        queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
+        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+        if topic is None:
+            log.warning("scheduled message at %d has no REAL_TOPIC; dropped", msg.commit_log_offset)
+            return True
+        inner = MessageExtBrokerInner(
+            topic, queue_id, msg.body, flag=msg.flag, properties_raw=encode_properties(props).encode(),
+            tags_code=tag_hash_code(props.get(PROPERTY_TAGS)), sys_flag=msg.sys_flag & ~0x30,
+            born_timestamp=msg.born_timestamp, born_host=pack_host(msg.born_host), born_port=msg.born_port,
+            reconsume_times=msg.reconsume_times, keys=keys_of(props))
+        result = self.broker.store.put_message(inner)
+        if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            log.warning("redelivery of a delayed message to %s failed: %s", topic, result.status.name)
+            return False
+        self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, inner.tags_code)
+        return True

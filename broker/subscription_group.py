@@ -1,0 +1,51 @@
+"""Subscription groups (reference §6.3, §9.16): auto-created on first use; `config/subscriptionGroup.json`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protocol.admin_bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+
+from .config_file import load_config_file, write_config_file
+
+TOOL_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+               "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRACE")
+
+
+class SubscriptionGroupManager:
+    def __init__(self, config_dir: Path, *, auto_create: bool) -> None:
+        self.path = config_dir / "subscriptionGroup.json"
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(group_name=g) for g in TOOL_GROUPS}
+        self.data_version = DataVersion(counter=0)
+
+    def load(self) -> None:
+        wrapper = load_config_file(self.path, SubscriptionGroupWrapper.decode)
+        if wrapper is not None:
+            self.table.update(wrapper.subscription_group_table)
+            self.data_version = wrapper.data_version
+
+    def persist(self) -> None:
+        write_config_file(self.path, SubscriptionGroupWrapper(subscription_group_table=dict(self.table),
+                                                              data_version=self.data_version).encode(pretty=True))
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config, auto-created (and persisted) when allowed."""
+        cfg = self.table.get(group)
+        if cfg is None and (self.auto_create or group.startswith("CID_RMQ_SYS_")):
+            cfg = self.table[group] = SubscriptionGroupConfig(group_name=group)
+            self.data_version = self.data_version.next_version()
+            self.persist()
+        return cfg
+
+    def update(self, cfg: SubscriptionGroupConfig) -> None:
+        self.table[cfg.group_name] = cfg
+        self.data_version = self.data_version.next_version()
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self.data_version = self.data_version.next_version()
+        self.persist()
+        return True

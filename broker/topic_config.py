@@ -1,0 +1,144 @@
+"""Topic configs (reference §9.16, §11.2): system topics, auto-creation on send, retry/DLQ topics,
+validation, and `config/topics.json`."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Callable
+
+from protocol import BrokerError, ResponseCode
+from protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+
+from .config_file import load_config_file, write_config_file
+
+log = logging.getLogger("rocketmq_emulator.topics")
+
+PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+#: topics producers may never write (§9.1 step 5)
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                                     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+                           "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+TOPIC_MAX_LENGTH = 127
+
+
+def validate_topic(topic: str) -> None:
+    """§9.1 step 4: blank, bad characters or too long -> SYSTEM_ERROR naming the problem."""
+    if not topic or not topic.strip():
+        raise BrokerError(ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+    if not _VALID_TOPIC.match(topic):
+        raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                          f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                          f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
+
+
+class TopicConfigManager:
+    def __init__(self, config_dir: Path, *, broker_name: str, cluster_name: str, auto_create_topic_enable: bool,
+                 default_topic_queue_nums: int) -> None:
+        self.path = config_dir / "topics.json"
+        self.broker_name = broker_name
+        self.cluster_name = cluster_name
+        self.auto_create_topic_enable = auto_create_topic_enable
+        self.table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion(counter=0)
+        self.on_change: list[Callable[[], None]] = []  # e.g. re-register with the name server
+        self._create_system_topics(default_topic_queue_nums)
+
+    def _put(self, name: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE) -> None:
+        self.table[name] = TopicConfig(topic_name=name, read_queue_nums=read, write_queue_nums=write, perm=perm)
+
+    def _create_system_topics(self, default_queue_nums: int) -> None:
+        self._put("SELF_TEST_TOPIC", 1, 1)
+        if self.auto_create_topic_enable:
+            self._put(AUTO_CREATE_TOPIC_KEY, default_queue_nums, default_queue_nums,
+                      PERM_INHERIT | PERM_READ | PERM_WRITE)
+        self._put("BenchmarkTest", 1024, 1024)
+        self._put(self.cluster_name, 16, 16, PERM_READ | PERM_WRITE | PERM_INHERIT)
+        self._put(self.broker_name, 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT)
+        self._put(OFFSET_MOVED_EVENT, 1, 1)
+        self._put(SCHEDULE_TOPIC, 18, 18)
+        self._put(f"{self.cluster_name}_REPLY_TOPIC", 1, 1)
+
+    # -- persistence ----------------------------------------------------------------------------------
+    def load(self) -> None:
+        wrapper = load_config_file(self.path, TopicConfigSerializeWrapper.decode)
+        if wrapper is None:
+            return
+        for name, tc in wrapper.topic_config_table.items():
+            if name == AUTO_CREATE_TOPIC_KEY and not self.auto_create_topic_enable:
+                continue
+            self.table[name] = tc
+        self.data_version = wrapper.data_version
+
+    def persist(self) -> None:
+        write_config_file(self.path, TopicConfigSerializeWrapper(topic_config_table=dict(self.table),
+                                                                 data_version=self.data_version).encode(pretty=True))
+
+    def _changed(self) -> None:
+        self.data_version = self.data_version.next_version()
+        self.persist()
+        for callback in self.on_change:
+            callback()
+
+    # -- queries and changes --------------------------------------------------------------------------
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
+
+    def update(self, tc: TopicConfig) -> None:
+        self.table[tc.topic_name] = tc
+        log.info("topic %s: %d read / %d write queues, perm %d", tc.topic_name, tc.read_queue_nums,
+                 tc.write_queue_nums, tc.perm)
+        self._changed()
+
+    def delete(self, topic: str) -> bool:
+        if self.table.pop(topic, None) is None:
+            return False
+        self._changed()
+        return True
+
+    def create_in_send(self, topic: str, default_topic: str, queue_nums: int, sys_flag: int = 0) -> TopicConfig | None:
+        """Auto-creation on send from the template topic (normally TBW102) when it has the INHERIT bit."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        template = self.table.get(default_topic)
+        if template is None or not template.perm & PERM_INHERIT:
+            return None
+        n = max(0, min(queue_nums, template.write_queue_nums))
+        if n <= 0:
+            return None
+        tc = TopicConfig(topic_name=topic, read_queue_nums=n, write_queue_nums=n, perm=template.perm & ~PERM_INHERIT,
+                         topic_filter_type=template.topic_filter_type, topic_sys_flag=sys_flag)
+        log.info("topic %s auto-created from %s with %d queues", topic, default_topic, n)
+        self.table[topic] = tc
+        self._changed()
+        return tc
+
+    def create_without_template(self, topic: str, queue_nums: int, perm: int = PERM_READ | PERM_WRITE) -> TopicConfig:
+        """Retry and DLQ topics (created on demand)."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        tc = TopicConfig(topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm,
+                         topic_filter_type=TopicFilterType.SINGLE_TAG)
+        self.table[topic] = tc
+        self._changed()
+        return tc
+
+    def is_system_topic(self, topic: str) -> bool:
+        return (topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_") or topic == self.cluster_name
+                or topic == self.broker_name)

@@ -1,0 +1,281 @@
+"""Broker features over raw TCP: client bookkeeping and NOTIFY, expiry, backpressure, send-back and DLQ,
+message lookups, topic administration, queue locks, configuration, and two brokers in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from broker.cli import build_parser, config_from_args
+from broker.emulator import Emulator, second_broker
+from broker.remoting import MAX_IN_FLIGHT
+from integration_tests.conftest import free_broker_port, free_port
+from integration_tests.cppclient import run_driver
+from integration_tests.rawclient import RawClient
+from integration_tests.test_broker_protocol import pull_request, send_request
+from protocol import RemotingCommand, RequestCode, ResponseCode
+from protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
+from protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
+                             LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
+                             TopicRouteData)
+from protocol.message import decode_messages, decode_message_id
+
+
+def heartbeat(client_id: str, group: str, topic: str = "HB") -> RemotingCommand:
+    data = HeartbeatData(client_id=client_id, consumer_data_set=[ConsumerData(
+        group_name=group, subscription_data_set=[SubscriptionData(topic=topic, sub_string="*", sub_version=1)])])
+    return RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode())
+
+
+def test_heartbeat_registers_and_notifies_group_members(emulator):
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as a, \
+                await RawClient.connect("127.0.0.1", emulator.broker_port) as b:
+            assert (await a.request(heartbeat("client-a", "NG"))).code == ResponseCode.SUCCESS
+            first = await asyncio.wait_for(a.server_requests.get(), 5)  # the joiner is told too
+            await b.request(heartbeat("client-b", "NG"))
+            to_a = await asyncio.wait_for(a.server_requests.get(), 5)
+            to_b = await asyncio.wait_for(b.server_requests.get(), 5)
+            ids = await a.request(RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                                                          {"consumerGroup": "NG"}))
+            conns = await a.request(RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                                            {"consumerGroup": "NG"}))
+            await b.request(RemotingCommand.request(RequestCode.UNREGISTER_CLIENT,
+                                                    {"clientID": "client-b", "consumerGroup": "NG"}))
+            after_leave = await asyncio.wait_for(a.server_requests.get(), 5)
+            unknown = await a.request(RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                                                              {"consumerGroup": "Nobody"}))
+            return first, to_a, to_b, ids, conns, after_leave, unknown
+    first, to_a, to_b, ids, conns, after_leave, unknown = asyncio.run(scenario())
+    for notify in (first, to_a, to_b, after_leave):
+        assert notify.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED and notify.ext_fields == {"consumerGroup": "NG"}
+        assert notify.is_oneway
+    assert sorted(GetConsumerListByGroupResponseBody.decode(ids.body).consumer_id_list) == ["client-a", "client-b"]
+    cc = ConsumerConnection.decode(conns.body)
+    assert sorted(c.client_id for c in cc.connection_set) == ["client-a", "client-b"]
+    assert set(cc.subscription_table) == {"HB"}
+    assert unknown.code == ResponseCode.SYSTEM_ERROR and "no consumer for this group" in unknown.remark
+    # the heartbeat created the group's retry topic
+    assert emulator.call(lambda: emulator.broker.topic_config_manager.get("%RETRY%NG") is not None)
+
+
+def test_silent_channel_expires(emulator_factory):
+    emu = emulator_factory(channel_expired_timeout_s=0.5)
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            await c.request(heartbeat("quiet", "EG"))
+            await asyncio.wait_for(c.closed, 10)  # the broker closes a channel silent for longer than the expiry
+    asyncio.run(scenario())
+    assert emu.call(lambda: emu.broker.consumer_manager.get("EG")) is None
+
+
+def test_backpressure_pauses_reading_then_resumes(emulator):
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await c.request(send_request("BP"))
+            held = [c.send(pull_request("BP", 1)) for _ in range(MAX_IN_FLIGHT + 10)]
+            await asyncio.sleep(0.5)
+            paused = emulator.call(lambda: [conn._reading_paused for conn in emulator.broker.server.connections])
+            late = c.send(send_request("BP", b"wakes everyone"))  # read only once the held pulls drain
+            answers = await asyncio.wait_for(asyncio.gather(*held), 30)
+            return paused, await asyncio.wait_for(late, 10), answers
+    paused, late, answers = asyncio.run(scenario())
+    assert paused == [True]
+    assert late.code == ResponseCode.SUCCESS
+    assert {a.code for a in answers} <= {ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND}
+
+
+def test_send_back_retries_then_dead_letters(emulator_factory):
+    emu = emulator_factory(message_delay_level=" ".join(["1s"] * 18))
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            sent = await c.request(send_request("SB", b"payload", KEYS="k1"))
+            offset = decode_message_id(sent.ext_fields["msgId"])[2]
+            back = await c.request(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+                "offset": str(offset), "group": "SBG", "delayLevel": "0", "originMsgId": sent.ext_fields["msgId"]}))
+            dlq = await c.request(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+                "offset": str(offset), "group": "SBG", "delayLevel": "-1"}))
+            missing = await c.request(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+                "offset": "99999999", "group": "SBG", "delayLevel": "0"}))
+            return back, dlq, missing
+    back, dlq, missing = asyncio.run(scenario())
+    assert back.code == dlq.code == ResponseCode.SUCCESS
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "look message by offset failed" in missing.remark
+
+    def queue(topic: str, q: int = 0):
+        res = emu.broker.store.get_message("t", topic, q, 0, 32, None)
+        return [] if res is None else decode_messages(res.body())
+    dead = emu.call(lambda: queue("%DLQ%SBG"))
+    assert [m.body for m in dead] == [b"payload"] and dead[0].reconsume_times == 1
+    deadline = time.monotonic() + 10  # the retry is parked for delay level 3 (1 s here), then delivered
+    while not emu.call(lambda: queue("%RETRY%SBG")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (retried,) = emu.call(lambda: queue("%RETRY%SBG"))
+    assert retried.body == b"payload" and retried.reconsume_times == 1
+    assert retried.properties["RETRY_TOPIC"] == "SB" and "DELAY" not in retried.properties
+    assert retried.store_timestamp - dead[0].store_timestamp >= 900
+
+
+def test_reconsume_times_over_max_go_to_dlq_on_send(emulator):
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            req = send_request("%RETRY%MG", b"tired")
+            req.ext_fields["j"] = "16"  # reconsumeTimes = retryMaxTimes
+            return await c.request(req)
+    resp = asyncio.run(scenario())
+    assert resp.code == ResponseCode.SUCCESS
+    assert emulator.call(lambda: emulator.broker.store.get_max_offset_in_queue("%DLQ%MG", 0)) == 1
+
+
+def test_view_and_query_message(emulator):
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            sent = await c.request(send_request("QM", b"findme", KEYS="order-1 order-2"))
+            offset = decode_message_id(sent.ext_fields["msgId"])[2]
+            view = await c.request(RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)}))
+            by_key = await c.request(RemotingCommand.request(RequestCode.QUERY_MESSAGE, {
+                "topic": "QM", "key": "order-2", "maxNum": "32", "beginTimestamp": "0",
+                "endTimestamp": str(2 ** 62)}))
+            none = await c.request(RemotingCommand.request(RequestCode.QUERY_MESSAGE, {
+                "topic": "QM", "key": "nope", "maxNum": "32", "beginTimestamp": "0", "endTimestamp": "0"}))
+            bad = await c.request(RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": "12345678"}))
+            return view, by_key, none, bad
+    view, by_key, none, bad = asyncio.run(scenario())
+    assert [m.body for m in decode_messages(view.body)] == [b"findme"]
+    assert [m.keys for m in decode_messages(by_key.body)] == ["order-1 order-2"]
+    assert none.code == ResponseCode.QUERY_NOT_FOUND
+    assert bad.code == ResponseCode.SYSTEM_ERROR
+
+
+def test_topic_administration(emulator):
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c, \
+                await RawClient.connect("127.0.0.1", emulator.namesrv_port) as ns:
+            create = {"topic": "Admin", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+                      "perm": "6", "topicFilterType": "SINGLE_TAG", "order": "false"}
+            created = await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create))
+            system = await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC,
+                                                             {**create, "topic": "TBW102"}))
+            route = await ns.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Admin"}))
+            await c.request(send_request("Admin"))
+            stats = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "Admin"}))
+            all_topics = await c.request(RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG))
+            deleted = await c.request(RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "Admin"}))
+            gone = await ns.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Admin"}))
+            stats_gone = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "Admin"}))
+            return created, system, route, stats, all_topics, deleted, gone, stats_gone
+    created, system, route, stats, all_topics, deleted, gone, stats_gone = asyncio.run(scenario())
+    assert created.code == ResponseCode.SUCCESS and system.code == ResponseCode.SYSTEM_ERROR
+    assert TopicRouteData.decode(route.body).queue_datas[0].read_queue_nums == 2
+    table = TopicStatsTable.decode(stats.body).offset_table
+    assert {mq.queue_id: (o.min_offset, o.max_offset) for mq, o in table.items()} == {0: (0, 1), 1: (0, 0)}
+    assert table[MessageQueue("Admin", "broker-a", 0)].last_update_timestamp > 0
+    assert "Admin" in TopicConfigSerializeWrapper.decode(all_topics.body).topic_config_table
+    assert deleted.code == ResponseCode.SUCCESS
+    assert gone.code == ResponseCode.TOPIC_NOT_EXIST and stats_gone.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_queue_locks(emulator):
+    mqs = {MessageQueue("L", "broker-a", 0), MessageQueue("L", "broker-a", 1)}
+
+    def lock(client: str, code: int = RequestCode.LOCK_BATCH_MQ) -> RemotingCommand:
+        return RemotingCommand.request(code, body=LockBatchRequestBody(consumer_group="LG", client_id=client,
+                                                                       mq_set=mqs).encode())
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            a = await c.request(lock("a"))
+            b = await c.request(lock("b"))
+            await c.request(lock("a", RequestCode.UNLOCK_BATCH_MQ))
+            b2 = await c.request(lock("b"))
+            return a, b, b2
+    a, b, b2 = asyncio.run(scenario())
+    assert LockBatchResponseBody.decode(a.body).lock_ok_mq_set == mqs
+    assert LockBatchResponseBody.decode(b.body).lock_ok_mq_set == set()
+    assert LockBatchResponseBody.decode(b2.body).lock_ok_mq_set == mqs
+
+
+def test_config_precedence_broker_conf_env_flags(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-x\nbrokerClusterName=C1\nlistenPort=30911\nbrokerIP1=10.1.2.3\n"
+                    "fileReservedTime=1\ndeleteWhen=01;02\nflushDiskType=SYNC_FLUSH\nautoCreateTopicEnable=false\n"
+                    "defaultTopicQueueNums=2\nsomethingNew=1\n# comment\n")
+    args = build_parser().parse_args(["serve", "--config", str(conf), "--broker-name", "from-flag"])
+    cfg = config_from_args(args, {"ROCKETMQ_EMULATOR_CLUSTER_NAME": "from-env", "ROCKETMQ_EMULATOR_BROKER_NAME": "env"})
+    assert cfg.broker_name == "from-flag"  # flag beats env beats file
+    assert cfg.cluster_name == "from-env"
+    assert (cfg.broker_port, cfg.advertised_host, cfg.file_reserved_time_hours, cfg.delete_when) == \
+        (30911, "10.1.2.3", 1.0, "01;02")
+    assert cfg.flush_disk_type == "SYNC_FLUSH" and cfg.auto_create_topic_enable is False
+    assert cfg.default_topic_queue_nums == 2 and cfg.unknown_keys == ["somethingNew"]
+    assert cfg.broker_addr == "10.1.2.3:30911"
+
+
+def test_advertised_address_in_routes_and_message_ids(emulator_factory):
+    emu = emulator_factory(advertised_host="203.0.113.9", advertised_port=20911)
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emu.namesrv_port) as ns, \
+                await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            sent = await c.request(send_request("Adv"))
+            route = await ns.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Adv"}))
+            return sent, route
+    sent, route = asyncio.run(scenario())
+    assert TopicRouteData.decode(route.body).broker_datas[0].broker_addrs == {0: "203.0.113.9:20911"}
+    assert decode_message_id(sent.ext_fields["msgId"])[:2] == ("203.0.113.9", 20911)
+
+
+def test_two_brokers_behind_one_name_server(tmp_path):
+    from broker.config import BrokerConfig
+    cfg = BrokerConfig(namesrv_port=free_port(), broker_port=free_broker_port(), store_dir=str(tmp_path / "a"),
+                       mapped_file_size_commitlog=1 << 24)
+    other = second_broker(cfg)
+    other.broker_port = free_broker_port()
+
+    async def scenario():
+        async with Emulator(cfg, [other]) as emu:
+            for port in (cfg.broker_port, other.broker_port):
+                async with await RawClient.connect("127.0.0.1", port) as c:
+                    assert (await c.request(send_request("Both"))).code == ResponseCode.SUCCESS
+            async with await RawClient.connect("127.0.0.1", emu.namesrv.port) as ns:
+                return await ns.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Both"}))
+    route = TopicRouteData.decode(asyncio.run(scenario()).body)
+    assert sorted(q.broker_name for q in route.queue_datas) == ["broker-a", "broker-b"]
+    assert sorted(b.broker_addrs[0] for b in route.broker_datas) == sorted(
+        [f"127.0.0.1:{cfg.broker_port}", f"127.0.0.1:{other.broker_port}"])
+
+
+def test_cpp_batch_send_stores_each_message(emulator, cpp_home):
+    events = run_driver(["produce", "--namesrv", emulator.namesrv_addr, "--topic", "CppBatch", "--count", "10",
+                         "--batch", "5", "--tags", "T{i}", "--keys", "k{i}"], timeout=60, home=cpp_home).events
+    assert [e["status"] for e in events if e["event"] == "sent"] == ["OK", "OK"]
+
+    def read():
+        out = []
+        for q in range(4):
+            res = emulator.broker.store.get_message("t", "CppBatch", q, 0, 32, None)
+            if res is not None and res.messages:
+                out += decode_messages(res.body())
+        return out
+    msgs = emulator.call(read)
+    assert sorted((m.tags, m.keys) for m in msgs) == sorted((f"T{i}", f"k{i}") for i in range(10))
+    assert all(m.properties["CLUSTER"] == "DefaultCluster" for m in msgs)
+
+
+def test_delay_level_on_send_delivers_later(emulator_factory):
+    emu = emulator_factory(message_delay_level="1s 2s 3s")
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            sent_at = time.time()
+            resp = await c.request(send_request("Delayed", b"later", DELAY="1"))
+            assert resp.code == ResponseCode.SUCCESS
+            assert emu.call(lambda: emu.broker.store.get_max_offset_in_queue("Delayed", 0)) == 0
+            pulled = await c.request(pull_request("Delayed", 0, suspend_ms=5000), timeout=10)
+            return sent_at, time.time(), pulled
+    sent_at, got_at, pulled = asyncio.run(scenario())
+    (msg,) = decode_messages(pulled.body)
+    assert msg.body == b"later" and "DELAY" not in msg.properties and "REAL_TOPIC" not in msg.properties
+    assert 0.9 <= got_at - sent_at < 4
