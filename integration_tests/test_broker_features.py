@@ -13,7 +13,7 @@ from integration_tests.conftest import free_broker_port, free_port
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import pull_request, send_request
-from protocol import RemotingCommand, RequestCode, ResponseCode
+from protocol import RemotingCommand, RequestCode, ResponseCode, encode_command
 from protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
 from protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
                              LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
@@ -279,3 +279,54 @@ def test_delay_level_on_send_delivers_later(emulator_factory):
     (msg,) = decode_messages(pulled.body)
     assert msg.body == b"later" and "DELAY" not in msg.properties and "REAL_TOPIC" not in msg.properties
     assert 0.9 <= got_at - sent_at < 4
+
+
+def test_pull_filters_by_tag(emulator):
+    def pull(tags: str | None, offset: int = 0, group: str = "TF") -> RemotingCommand:
+        req = pull_request("Tagged", offset, suspend_ms=0, group=group)
+        if tags is None:  # use the subscription registered by heartbeat instead of the one in the request
+            req.ext_fields["sysFlag"] = "0"
+            req.ext_fields.pop("subscription")
+        else:
+            req.ext_fields["subscription"] = tags
+        return req
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            for tag in ("TagA", "TagB", "TagA", "TagC"):
+                await c.request(send_request("Tagged", tag.encode(), TAGS=tag))
+            a_or_c = await c.request(pull("TagA || TagC"))
+            everything = await c.request(pull("*"))
+            none = await c.request(pull("TagZ"))
+            data = HeartbeatData(client_id="hb", consumer_data_set=[ConsumerData(group_name="TF2", subscription_data_set=[
+                SubscriptionData(topic="Tagged", sub_string="TagB", sub_version=1)])])
+            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode()))
+            registered = await c.request(pull(None, group="TF2"))
+            unregistered = await c.request(pull(None, group="NoHeartbeat"))
+            return a_or_c, everything, none, registered, unregistered
+    a_or_c, everything, none, registered, unregistered = asyncio.run(scenario())
+    assert [m.body for m in decode_messages(a_or_c.body)] == [b"TagA", b"TagA", b"TagC"]
+    assert a_or_c.ext_fields["nextBeginOffset"] == "4"
+    assert len(decode_messages(everything.body)) == 4
+    assert none.code == ResponseCode.PULL_RETRY_IMMEDIATELY and none.remark == "NO_MATCHED_MESSAGE"
+    assert none.ext_fields["nextBeginOffset"] == "4"
+    assert [m.body for m in decode_messages(registered.body)] == [b"TagB"]
+    assert unregistered.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+
+
+def test_broker_initiated_request_gets_the_clients_response(emulator):
+    """The broker side of RESET/GET_CONSUMER_STATUS: a request to a client, answered by opaque."""
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await c.request(heartbeat("answering", "IG"))
+            await asyncio.wait_for(c.server_requests.get(), 5)  # the NOTIFY of its own join
+            conn = emulator.call(lambda: next(iter(emulator.broker.server.connections)))
+            request = RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
+                                              {"topic": "T", "group": "IG"})
+            pending = asyncio.run_coroutine_threadsafe(conn.invoke(request, timeout=5), emulator.loop)
+            got = await asyncio.wait_for(c.server_requests.get(), 5)
+            c.transport.writelines(encode_command(RemotingCommand.response_to(got, body=b'{"messageQueueTable":{}}')))
+            return got, await asyncio.wrap_future(pending)
+    got, answer = asyncio.run(scenario())
+    assert got.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT and not got.is_oneway
+    assert answer.code == ResponseCode.SUCCESS and answer.body == b'{"messageQueueTable":{}}'
