@@ -241,13 +241,13 @@ class MessageLookup:
                     continue
                 try:
                     msg = MessageExt.decode(data)
+                    if msg.topic != topic or msg.commit_log_offset != phy or \
+                            not begin_timestamp <= msg.store_timestamp <= end_timestamp:
+                        continue
+                    if key not in (msg.keys or "").split(" ") and \
+                            msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != key:
+                        continue  # a hash collision or a stale entry
                 except ProtocolError:
-                    continue
-                if msg.topic != topic or msg.commit_log_offset != phy or \
-                        not begin_timestamp <= msg.store_timestamp <= end_timestamp:
-                    continue
-                keys = (msg.keys or "").split(" ")
-                if key not in keys and msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != key:
                     continue
                 result.messages.append(data)
                 result.phy_offsets.append(phy)

@@ -125,7 +125,7 @@ def test_sigkill_while_appending_in_sync_flush_mode(tmp_path):
                 assert phy in store.query_message(topic, key).phy_offsets, f"key {key} not found"
         finally:
             store.stop(clean=rnd.random() < 0.5)
-    assert len(acked) > 10 * ITERATIONS
+    assert len(acked) > ITERATIONS  # (hundreds per iteration on a normal disk)
     assert "abnormal" in modes
     with MessageStore(cfg) as store:
         check_acks(store, acked)
