@@ -13,7 +13,7 @@ from typing import Awaitable, Callable
 from protocol import RequestCode
 from protocol.message import pack_host
 from store.config import FlushDiskType, MessageStoreConfig
-from store.message_store import MessageStore
+from store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
@@ -172,8 +172,14 @@ class BrokerController:
         self._tasks.append(asyncio.get_running_loop().create_task(loop()))
 
     # -- periodic work ------------------------------------------------------------------------------
-    def _flush(self) -> None:
-        self.store.flush_if_due()  # commitlog every flushIntervalCommitLog, queues and checkpoint every second
+    async def _flush(self) -> None:
+        """Commitlog every flushIntervalCommitLog, queues, index and checkpoint every second; the fsyncs run in a
+        worker thread so that appends go on meanwhile (msync on the loop stalled requests for up to 20 ms)."""
+        plan = self.store.plan_flush()
+        if plan is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(None, execute_flush_plan, plan)
+        self.store.commit_flush_plan(plan)
 
     def _persist_offsets(self) -> None:
         self.consumer_offset_manager.persist_if_dirty()
@@ -220,8 +226,8 @@ class BrokerController:
         return {
             "brokerVersion": "409", "brokerVersionDesc": "V4_9_8 (rocketmq-emulator)",
             "bootTimestamp": str(int(self.started_at * 1000)),
-            "commitLogMinOffset": str(self.store.commitlog_min_offset()),
-            "commitLogMaxOffset": str(self.store.commitlog_max_offset()),
+            "commitLogMinOffset": str(self.store.commitlog_min_offset),
+            "commitLogMaxOffset": str(self.store.commitlog_max_offset),
             "pullHeldCount": str(self.pull_hold_service.held_count()),
             "topicCount": str(len(self.topic_config_manager.table)),
             "consumerGroupCount": str(len(self.consumer_manager.groups)),

@@ -330,3 +330,15 @@ def test_broker_initiated_request_gets_the_clients_response(emulator):
     got, answer = asyncio.run(scenario())
     assert got.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT and not got.is_oneway
     assert answer.code == ResponseCode.SUCCESS and answer.body == b'{"messageQueueTable":{}}'
+
+
+def test_broker_runtime_info(emulator):
+    from protocol.bodies import KVTable
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await c.request(send_request("RT"))
+            return await c.request(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+    table = KVTable.decode(asyncio.run(scenario()).body).table
+    assert int(table["commitLogMaxOffset"]) > int(table["commitLogMinOffset"]) == 0
+    assert table["brokerVersion"] == "409"

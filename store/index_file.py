@@ -102,8 +102,11 @@ class IndexFile:
                 break
             idx = prev
 
-    def flush(self) -> None:
+    def write_header(self) -> None:
         self.mm[32:36] = _INT.pack(self.hash_slot_count)
+
+    def flush(self) -> None:
+        self.write_header()
         self.mm.flush()
 
     def close(self) -> None:
@@ -325,6 +328,17 @@ class IndexService:
         for f in dirty.values():
             if f in self.files:
                 f.flush()
+
+    def take_dirty_paths(self) -> list[str]:
+        """For a background flush: write pending entries and headers; return the files to fsync."""
+        self.drain()
+        dirty, self._dirty = self._dirty, {}
+        paths = []
+        for f in dirty.values():
+            if f in self.files:
+                f.write_header()
+                paths.append(f.path)
+        return paths
 
     def close(self) -> None:
         for f in self.files:

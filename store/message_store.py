@@ -61,6 +61,40 @@ def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
+class FlushPlan:
+    """A flush prepared under the store lock: the files to fsync and what the checkpoint may then vouch for."""
+
+    __slots__ = ("checkpoint", "paths", "positions", "confirm", "timestamp", "index_count")
+
+    def __init__(self, checkpoint: bool) -> None:
+        self.checkpoint = checkpoint
+        self.paths: list[str] = []
+        self.positions: list[tuple[object, int]] = []
+        self.confirm = 0
+        self.timestamp = 0
+        self.index_count = 0
+
+    def take(self, queue) -> None:
+        for mf in queue.files:
+            if mf.wrote_position > mf.flushed_position:
+                self.paths.append(mf.path)
+                self.positions.append((mf, mf.wrote_position))
+
+
+def execute_flush_plan(plan: FlushPlan) -> None:
+    """fdatasync every planned file. Needs no lock and releases the GIL, so it belongs in a worker thread: on
+    Linux a file's fsync writes back the pages dirtied through its shared mapping, as msync does."""
+    for path in plan.paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # deleted by retention meanwhile: nothing left to keep
+            continue
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+
 class MessageStore(MessageLookup):
     def __init__(self, config: MessageStoreConfig | None = None, *, clock: Callable[[], int] | None = None) -> None:
         self.config = config or MessageStoreConfig()
@@ -370,6 +404,56 @@ class MessageStore(MessageLookup):
         cp.clean_end_offset = confirm if clean else -1
         cp.index_count = self.index.files[-1].index_count if self.index.files else 0
         cp.flush()
+
+    # -- background flush: plan under the lock, fsync without it (GIL released), commit under the lock --------
+    def plan_flush(self, now_ms: int | None = None) -> FlushPlan | None:
+        """What is due now (the same schedule as `flush_if_due`), without doing any I/O: None if nothing is.
+        Run `execute_flush_plan(plan)` in a worker thread, then `commit_flush_plan(plan)`."""
+        now = self.clock() if now_ms is None else now_ms
+        cfg = self.config
+        with self._lock:
+            if not self._running:
+                return None
+            checkpoint = now - self._last_cq_flush >= cfg.flush_interval_consume_queue
+            if not checkpoint and not (cfg.flush_disk_type is FlushDiskType.ASYNC_FLUSH and
+                                       now - self._last_cl_flush >= cfg.flush_interval_commit_log):
+                return None
+            self._last_cl_flush = now
+            plan = FlushPlan(checkpoint)
+            plan.take(self.commitlog.queue)
+            if checkpoint:
+                self._last_cq_flush = now
+                for cq in self._cqs.values():
+                    if cq.dirty:
+                        plan.take(cq.queue)
+                        cq.dirty = False
+                plan.paths.extend(self.index.take_dirty_paths())
+                confirm = self.commitlog.max_offset
+                if self.index.pending:
+                    confirm = min(confirm, self.index.pending[0][2])
+                if self.dispatch_error_offset is not None:
+                    confirm = min(confirm, self.dispatch_error_offset)
+                plan.confirm = confirm
+                plan.timestamp = self.commitlog.last_store_timestamp
+                plan.index_count = self.index.files[-1].index_count if self.index.files else 0
+            return plan
+
+    def commit_flush_plan(self, plan: FlushPlan) -> None:
+        """After `execute_flush_plan`: record the flushed positions and write the checkpoint (a 4 KiB msync)."""
+        with self._lock:
+            if not self._running:
+                return
+            for mf, position in plan.positions:
+                if position > mf.flushed_position:
+                    mf.flushed_position = position
+            if plan.checkpoint:
+                cp = self.checkpoint
+                cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = plan.timestamp
+                cp.confirm_offset = plan.confirm
+                cp.clean = False
+                cp.clean_end_offset = -1
+                cp.index_count = plan.index_count
+                cp.flush()
 
     def flush_if_due(self, now_ms: int | None = None) -> bool:
         """Call often: async commitlog flush every flush_interval_commit_log ms, consume queues + checkpoint every
