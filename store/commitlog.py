@@ -154,6 +154,9 @@ class CommitLog:
             except OSError:
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED, -1, 0
         pos = mf.wrote_position
+        if pos + size + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
+                not mf.ensure_allocated(pos + size + END_FILE_MIN_BLANK_LENGTH):
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE, -1, 0  # disk full: nothing written
         phy = mf.file_from_offset + pos
         data = b"".join((fixed.pack(0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
                                     queue_offset, phy, sys_flag, msg.born_timestamp, born, msg.born_port, store_ts,
@@ -200,6 +203,9 @@ class CommitLog:
         except OSError:
             return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
         start = mf.wrote_position
+        if start + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
+                not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None  # disk full: nothing written
         phy = mf.file_from_offset + start
         queue_id, born_ts, born_port = first.queue_id, first.born_timestamp, first.born_port
         store_host, store_port = self.store_host, self.store_port

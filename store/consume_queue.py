@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import struct
 
-from .mapped_file import MappedFile, MappedFileQueue
+from .mapped_file import data_extents, MappedFile, MappedFileQueue
 
 CQ_STORE_UNIT_SIZE = 20
 FILLER_SIZE = 0x7FFFFFFF
@@ -58,8 +58,11 @@ class ConsumeQueue:
         self._refresh_ends()
 
     def _find_end(self, mf: MappedFile) -> int:
-        """Byte position of the first unit with size 0 (binary search over the prefix of written units)."""
-        lo, hi = 0, self.file_size // CQ_STORE_UNIT_SIZE
+        """Byte position of the first unit with size 0 (binary search over the prefix of written units, which
+        lies inside the file's first data extent: holes are never read, see `data_extents`)."""
+        extents = data_extents(mf.path, 0, self.file_size)
+        data_end = extents[0][1] if extents and extents[0][0] == 0 else 0
+        lo, hi = 0, data_end // CQ_STORE_UNIT_SIZE
         mm = mf.mm
         unpack = _INT.unpack_from
         while lo < hi:
@@ -105,6 +108,17 @@ class ConsumeQueue:
         return index + per - index % per
 
     # -- write ---------------------------------------------------------------------------------------
+    def reserve(self, units: int) -> bool:
+        """Make sure the next `units` units can be written (their segment exists and has disk blocks), so that a
+        full disk refuses a put before its commitlog record is written instead of failing its dispatch."""
+        files = self.queue.files
+        if files:
+            mf = files[-1]
+            end = mf.wrote_position + units * CQ_STORE_UNIT_SIZE
+            if end <= self.file_size:
+                return end <= mf.allocated or mf.ensure_allocated(end)
+        return True  # a new segment: created (and its first chunk reserved) by the write itself
+
     def put(self, phy: int, size: int, tags_code: int, index: int) -> bool:
         """Write the unit of logical offset `index`. Returns False only when a segment cannot be created."""
         if phy + size <= self.max_physic_offset:
@@ -113,7 +127,8 @@ class ConsumeQueue:
         if index == self.max_offset_in_queue and files:
             mf = files[-1]
             pos = mf.wrote_position
-            if pos < self.file_size:
+            if pos < self.file_size and (pos + CQ_STORE_UNIT_SIZE <= mf.allocated
+                                         or mf.ensure_allocated(pos + CQ_STORE_UNIT_SIZE)):
                 _UNIT.pack_into(mf.mm, pos, phy, size, tags_code)
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_offset_in_queue = index + 1
@@ -129,7 +144,8 @@ class ConsumeQueue:
         if first_index == self.max_offset_in_queue and files and offsets[0] + sizes[0] > self.max_physic_offset:
             mf = files[-1]
             pos = mf.wrote_position
-            if pos + n * CQ_STORE_UNIT_SIZE <= self.file_size:
+            end = pos + n * CQ_STORE_UNIT_SIZE
+            if end <= self.file_size and (end <= mf.allocated or mf.ensure_allocated(end)):
                 mm = mf.mm
                 pack_into = _UNIT.pack_into
                 for phy, size, tags in zip(offsets, sizes, tags_codes):
@@ -166,6 +182,8 @@ class ConsumeQueue:
                 if mf.wrote_position >= self.file_size:
                     mf = self.queue.create_mapped_file(mf.file_from_offset + self.file_size)
                 pos = mf.wrote_position
+                if not mf.ensure_allocated(pos + CQ_STORE_UNIT_SIZE):
+                    raise OSError("no disk space for the consume queue")
                 if end == target:
                     _UNIT.pack_into(mf.mm, pos, phy, size, tags_code)
                     mf.wrote_position = pos + CQ_STORE_UNIT_SIZE

@@ -30,7 +30,7 @@ import time
 import zlib
 from itertools import chain, repeat
 
-from .mapped_file import create_full_size, fsync_dir, remove_tmp_files
+from .mapped_file import ALLOCATE_AHEAD, create_full_size, fsync_dir, remove_tmp_files
 
 INDEX_HEADER_SIZE = 40
 _HEADER = struct.Struct(">qqqqii")
@@ -47,7 +47,7 @@ def key_hash(topic: str, key: str) -> int:
 
 class IndexFile:
     __slots__ = ("path", "mm", "slot_num", "index_num", "begin_timestamp", "end_timestamp", "begin_phy_offset",
-                 "end_phy_offset", "hash_slot_count", "index_count", "_entries_at")
+                 "end_phy_offset", "hash_slot_count", "index_count", "_entries_at", "fd", "allocated", "size")
 
     def __init__(self, path: str, slot_num: int, index_num: int, *, create: bool, preallocate: bool = False):
         size = INDEX_HEADER_SIZE + slot_num * 4 + index_num * 20
@@ -55,13 +55,22 @@ class IndexFile:
         self.slot_num = slot_num
         self.index_num = index_num
         self._entries_at = INDEX_HEADER_SIZE + slot_num * 4
+        self.size = size
         fd = create_full_size(path, size, preallocate) if create else os.open(path, os.O_RDWR)
         try:
             if not create and os.fstat(fd).st_size != size:
                 raise ValueError(f"{path}: index file of {os.fstat(fd).st_size} bytes, expected {size}")
+            if preallocate:  # header and slot table now (written at random); entries in chunks, as written
+                os.posix_fallocate(fd, 0, self._entries_at)
             self.mm = mmap.mmap(fd, size)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        if preallocate:
+            self.fd, self.allocated = fd, self._entries_at
+        else:
+            os.close(fd)
+            self.fd, self.allocated = -1, size
         if create:
             self.begin_timestamp = self.end_timestamp = 0
             self.begin_phy_offset = self.end_phy_offset = 0
@@ -102,6 +111,18 @@ class IndexFile:
                 break
             idx = prev
 
+    def ensure_allocated(self, end: int) -> bool:
+        """Reserve disk blocks up to `end` (and a chunk beyond); False when the disk has no room."""
+        if end <= self.allocated:
+            return True
+        new = min(self.size, max(end, self.allocated + ALLOCATE_AHEAD))
+        try:
+            os.posix_fallocate(self.fd, self.allocated, new - self.allocated)
+        except OSError:
+            return False
+        self.allocated = new
+        return True
+
     def write_header(self) -> None:
         self.mm[32:36] = _INT.pack(self.hash_slot_count)
 
@@ -114,6 +135,12 @@ class IndexFile:
             self.mm.close()
         except (BufferError, ValueError):
             pass
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
 
     def destroy(self) -> None:
         self.close()
@@ -185,7 +212,11 @@ class IndexService:
             except OSError:
                 self.pending = pend[i:] + self.pending  # kept for the next drain; the checkpoint waits for them
                 return False
-            reached = self._drain_into(f, pend, i)
+            try:
+                reached = self._drain_into(f, pend, i)
+            except OSError:  # the disk is full: keep them for the next drain; the checkpoint waits for them
+                self.pending = pend[i:] + self.pending
+                return False
             self._dirty[f.name] = f
             if reached == i and not f.is_full:
                 break  # cannot happen; never loop forever
@@ -257,6 +288,8 @@ class IndexService:
         if diffs[0] < 0 or diffs[-1] > 0x7FFFFFFF:
             diffs = [d if 0 <= d <= 0x7FFFFFFF else 0 for d in diffs]
         flat = list(chain.from_iterable(zip(hashes, phys, diffs, prevs)))
+        if not f.ensure_allocated(at + (first + count) * 20):
+            raise OSError("no disk space for the key index")
         # entries (beyond the count), then the count, then the slot heads
         pos = at + first * 20
         chunk = _ENTRY_CHUNK

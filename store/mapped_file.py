@@ -1,7 +1,10 @@
 """MappedFile and MappedFileQueue: fixed-size, memory-mapped segment files named by their 20-digit start offset.
 
-* A MappedFile is created at full size (``posix_fallocate`` when ``preallocate``, else a sparse ``ftruncate``)
-  and mapped read/write (``MAP_SHARED``). Writes go straight into the mapping; ``flush`` is ``msync`` of the
+* A MappedFile is created at full size as a sparse file (``ftruncate``) and mapped read/write (``MAP_SHARED``).
+  With ``preallocate`` the disk blocks are reserved in chunks (``posix_fallocate``, ``ALLOCATE_AHEAD`` past the
+  write position) before bytes are written there: a full disk then fails the allocation, which the writer
+  turns into an error status, instead of killing the process with SIGBUS on a write into the mapping; and a
+  1 GiB segment costs only the disk it really uses (RocketMQ's files are sparse by default too). Writes go straight into the mapping; ``flush`` is ``msync`` of the
   dirty range. Only ``wrote_position`` (in memory) says how much is used: the queue's owner restores it on load.
 * The mapping is never exported as a memoryview, so a file can always be closed and deleted; readers receive
   ``bytes`` copies.
@@ -17,6 +20,12 @@ import os
 
 _PAGE = mmap.ALLOCATIONGRANULARITY
 _ZERO_CHUNK = bytes(1 << 20)
+ALLOCATE_AHEAD = 4 * 1024 * 1024
+
+
+def allocation_chunk(file_size: int) -> int:
+    """How far ahead of the writes blocks are reserved: 4 MiB, or 1/16 of a smaller file (64 KiB at least)."""
+    return min(ALLOCATE_AHEAD, max(64 * 1024, file_size // 16))
 
 
 class StoreLoadError(Exception):
@@ -42,10 +51,9 @@ def create_full_size(path: str, size: int, preallocate: bool) -> int:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        if preallocate:
-            os.posix_fallocate(fd, 0, size)
-        else:
-            os.ftruncate(fd, size)
+        os.ftruncate(fd, size)
+        if preallocate:  # fail now rather than on the first write when the disk has not even one chunk
+            os.posix_fallocate(fd, 0, min(size, allocation_chunk(size)))
         if os.path.exists(path):
             raise FileExistsError(path)
         os.rename(tmp, path)
@@ -57,6 +65,30 @@ def create_full_size(path: str, size: int, preallocate: bool) -> int:
             pass
         raise
     return fd
+
+
+def data_extents(path: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The [from, to) ranges of `path` within [start, end) that hold data (SEEK_DATA/SEEK_HOLE).
+
+    Code that scans a sparse file through its mapping must stay inside these: on tmpfs even a read fault on
+    a hole allocates a page, which kills the process with SIGBUS when the filesystem is full."""
+    out = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        p = start
+        while p < end:
+            try:
+                data = os.lseek(fd, p, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after p
+                break
+            if data >= end:
+                break
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+            out.append((data, min(hole, end)))
+            p = hole
+    finally:
+        os.close(fd)
+    return out
 
 
 def remove_tmp_files(directory: str) -> None:
@@ -74,7 +106,8 @@ def remove_tmp_files(directory: str) -> None:
 
 
 class MappedFile:
-    __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position")
+    __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position", "fd",
+                 "allocated")
 
     def __init__(self, path: str, file_size: int, *, create: bool = False, preallocate: bool = False) -> None:
         self.path = path
@@ -89,8 +122,28 @@ class MappedFile:
                 if actual != file_size:
                     raise StoreLoadError(f"{path}: size {actual}, expected {file_size}")
             self.mm = mmap.mmap(fd, file_size)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        if preallocate:  # keep the descriptor to reserve blocks ahead of the writes
+            self.fd = fd
+            self.allocated = min(file_size, allocation_chunk(file_size)) if create else 0
+        else:
+            os.close(fd)
+            self.fd = -1
+            self.allocated = file_size
+
+    def ensure_allocated(self, end: int) -> bool:
+        """Reserve disk blocks up to `end` (and a chunk beyond); False when the disk has no room."""
+        if end <= self.allocated:
+            return True
+        new = min(self.file_size, max(end, self.allocated + allocation_chunk(self.file_size)))
+        try:
+            os.posix_fallocate(self.fd, self.allocated, new - self.allocated)
+        except OSError:
+            return False
+        self.allocated = new
+        return True
 
     # -- state --------------------------------------------------------------------------------------
     @property
@@ -120,21 +173,30 @@ class MappedFile:
         return wrote
 
     def zero_from(self, pos: int) -> int:
-        """Zero every non-zero byte from `pos` to the end of the file; returns how many bytes were rewritten."""
+        """Zero every non-zero byte from `pos` to the end of the file; returns how many bytes were rewritten.
+
+        Only pages that hold non-zero bytes are written (those are backed by disk blocks already): writing zeros
+        over a hole would make the filesystem allocate it, which on a full disk kills the process (SIGBUS)."""
         mm = self.mm
-        size = self.file_size
+        page = mmap.PAGESIZE
+        zero_page = _ZERO_CHUNK[:page]
         rewritten = 0
-        p = pos
-        # first partial chunk up to a 1 MiB boundary, then whole chunks compared against a zero chunk
-        while p < size:
-            n = min(len(_ZERO_CHUNK) - p % len(_ZERO_CHUNK), size - p)
-            if mm[p:p + n] != _ZERO_CHUNK[:n]:
-                mm[p:p + n] = _ZERO_CHUNK[:n]
-                rewritten += n
-            p += n
+        for p, end in data_extents(self.path, pos, self.file_size):
+            # 1 MiB slices compared against zeros; inside a slice that differs, page by page
+            while p < end:
+                n = min(len(_ZERO_CHUNK) - p % len(_ZERO_CHUNK), end - p)
+                if mm[p:p + n] != _ZERO_CHUNK[:n]:
+                    q, stop = p, p + n
+                    while q < stop:
+                        m = min(page - q % page, stop - q)
+                        if mm[q:q + m] != zero_page[:m]:
+                            mm[q:q + m] = zero_page[:m]
+                            rewritten += m
+                        q += m
+                p += n
         if rewritten:
             start = pos - pos % _PAGE
-            mm.flush(start, size - start)
+            mm.flush(start, self.file_size - start)
         return rewritten
 
     def close(self) -> None:
@@ -142,6 +204,13 @@ class MappedFile:
             self.mm.close()
         except (BufferError, ValueError):
             pass
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+            self.allocated = 0
 
     def destroy(self) -> None:
         self.close()

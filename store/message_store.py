@@ -312,6 +312,8 @@ class MessageStore(MessageLookup):
                     if cq is None:
                         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
                 queue_offset = cq.max_offset_in_queue
+                if not cq.reserve(1):  # disk full: refuse before writing rather than fail the dispatch
+                    return PutMessageResult(_NOT_AVAILABLE)
             ts = _time_ns() // 1_000_000 if self._clock is None else self._clock()
             if ts < self._last_ts:
                 ts = self._last_ts
@@ -348,6 +350,8 @@ class MessageStore(MessageLookup):
             if cq is None:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
             queue_offset = cq.max_offset_in_queue
+            if not cq.reserve(len(msgs)):  # disk full: refuse before writing rather than fail the dispatch
+                return PutMessageResult(_NOT_AVAILABLE)
             ts = self.clock()
             if ts < self._last_ts:
                 ts = self._last_ts
