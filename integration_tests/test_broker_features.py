@@ -9,7 +9,7 @@ import time
 from broker.cli import build_parser, config_from_args
 from broker.emulator import Emulator, second_broker
 from broker.remoting import MAX_IN_FLIGHT
-from integration_tests.conftest import free_broker_port, free_port
+from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import pull_request, send_request
@@ -342,3 +342,35 @@ def test_broker_runtime_info(emulator):
     table = KVTable.decode(asyncio.run(scenario()).body).table
     assert int(table["commitLogMaxOffset"]) > int(table["commitLogMinOffset"]) == 0
     assert table["brokerVersion"] == "409"
+
+
+def test_full_disk_answers_service_not_available_and_keeps_acked_data(tiny_fs):
+    emu = EmulatorThread(tiny_fs / "store", mapped_file_size_commitlog=64 * 1024 * 1024).start()
+    ballast = tiny_fs / "ballast"
+    ballast.write_bytes(b"\1" * (8 * 1024 * 1024))
+    try:
+        async def scenario():
+            acked, refused = [], None
+            async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+                for i in range(400_000):
+                    resp = await c.request(send_request("Full", b"x" * 200 + str(i).encode()))
+                    if resp.code == ResponseCode.SUCCESS:
+                        acked.append(int(resp.ext_fields["queueOffset"]))
+                    else:
+                        refused = resp
+                        break
+                ballast.unlink()
+                for _ in range(50):  # the store looks at the disk again at most once a second
+                    after = await c.request(send_request("Full", b"after"))
+                    if after.code == ResponseCode.SUCCESS:
+                        break
+                    await asyncio.sleep(0.1)
+                first = await c.request(pull_request("Full", 0, suspend_ms=0))
+            return acked, refused, after, first
+        acked, refused, after, first = asyncio.run(scenario())
+    finally:
+        emu.close()
+    assert refused is not None and refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused
+    assert len(acked) > 10_000
+    assert after.code == ResponseCode.SUCCESS
+    assert first.code == ResponseCode.SUCCESS and decode_messages(first.body)[0].body == b"x" * 200 + b"0"

@@ -113,6 +113,7 @@ class MessageStore(MessageLookup):
         self.recovery: _recovery.RecoveryReport | None = None
         self._writable = True
         self.dispatch_error_offset: int | None = None
+        self._last_disk_recheck = 0.0
         self._accepting = False  # running and writable: the one flag the put path reads
         self._index_enabled = self.config.message_index_enable
         self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
@@ -202,6 +203,18 @@ class MessageStore(MessageLookup):
     def writable(self, value: bool) -> None:
         self._writable = bool(value)
         self._accepting = self._running and self._writable and self.dispatch_error_offset is None
+
+    def _refused(self) -> PutMessageResult:
+        """A put while not accepting. If only the disk guard refuses, look at the disk again (at most once a
+        second) so that writes resume as soon as space is freed rather than at the cleaner's next run."""
+        if self._running and not self._writable and self.dispatch_error_offset is None:
+            now = time.monotonic()
+            if now - self._last_disk_recheck >= 1.0:
+                self._last_disk_recheck = now
+                self.cleaner._space_check()
+                if self._accepting:
+                    return None  # type: ignore[return-value]
+        return PutMessageResult(_NOT_AVAILABLE)
 
     def _dispatch_failed(self, phy: int) -> None:
         """A consume-queue unit could not be written (no file could be created): the record is in the commitlog
@@ -299,7 +312,9 @@ class MessageStore(MessageLookup):
     # ------------------------------------------------------------------------------------------------
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         if not self._accepting:
-            return PutMessageResult(_NOT_AVAILABLE)
+            refused = self._refused()
+            if refused is not None:
+                return refused
         tran = msg.sys_flag & 0xC
         with self._lock:
             if tran == _PREPARED or tran == _ROLLBACK:
@@ -337,7 +352,9 @@ class MessageStore(MessageLookup):
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
         """A batch: same topic and queue, consecutive queue offsets, one record each, one store timestamp."""
         if not self._accepting:
-            return PutMessageResult(_NOT_AVAILABLE)
+            refused = self._refused()
+            if refused is not None:
+                return refused
         if not msgs:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         first = msgs[0]

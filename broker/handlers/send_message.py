@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import TYPE_CHECKING
 
 from protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
@@ -55,6 +56,7 @@ class SendMessageProcessor:
         self._cluster_suffix = f"\x02{PROPERTY_CLUSTER}\x01{broker.config.cluster_name}"
         self._valid_topics: set[str] = set()  # topics that passed validation and exist
         self._trace_on = "true" if broker.config.trace_on else "false"
+        self._failures: dict[PutMessageStatus, tuple[float, int]] = {}
 
     def register(self, table: DispatchTable) -> None:
         table.register([RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE],
@@ -170,9 +172,20 @@ class SendMessageProcessor:
             ext["msgId"] = result.msg_id
             ext["queueId"] = str(queue_id)
             ext["queueOffset"] = str(result.logics_offset)
-        elif code != ResponseCode.SUCCESS:
-            log.warning("send to %s failed: %s", req.ext_fields, result.status.name)
+        else:
+            self._warn_failed(result.status)
         return RemotingCommand.response_to(req, code, remark, ext)
+
+    def _warn_failed(self, status: PutMessageStatus) -> None:
+        """One line per failure kind every 10 s (a full disk fails every send: the log must stay readable)."""
+        now = time.monotonic()
+        last, suppressed = self._failures.get(status, (0.0, 0))
+        if now - last >= 10.0:
+            more = f" ({suppressed} more since the last report)" if suppressed else ""
+            log.warning("sends are failing: %s%s", status.name, more)
+            self._failures[status] = (now, 0)
+        else:
+            self._failures[status] = (last, suppressed + 1)
 
     def _topic_config(self, h: SendMessageRequestHeader) -> TopicConfig:
         tcm = self.broker.topic_config_manager
