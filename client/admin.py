@@ -1,0 +1,349 @@
+"""`Admin` (Java `DefaultMQAdminExt`): topics, topic status, consumer connections and progress, reset of a
+group's offsets by timestamp (reference §12.3, §12.4), message queries, cluster list."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import RequestCode, ResponseCode
+from protocol.admin_bodies import ConsumeStats, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable
+from protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
+from protocol.errors import ProtocolError
+from protocol.headers import (CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+                              GetConsumeStatsRequestHeader, QueryMessageRequestHeader, ResetOffsetRequestHeader,
+                              TopicRequestHeader, ViewMessageRequestHeader)
+from protocol.message import decode_message_id
+
+from . import route as routing
+from .config import ClientConfig, local_ip, validate_name, validate_topic
+from .errors import (BrokerResponseError, ClientStateError, ConsumerNotOnlineError, InvalidArgumentError,
+                     NoRouteError, response_error)
+from .instance import ClientInstance, request
+from .message import ReceivedMessage, decode_received
+
+MAX_TIMESTAMP = 2 ** 63 - 1
+
+
+@dataclass
+class BrokerInfo:
+    """One broker of `cluster_list()`; `runtime` is the broker's GET_BROKER_RUNTIME_INFO table (empty if it
+    could not be read)."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    runtime: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ResetOffsetRow:
+    queue: MessageQueue
+    offset: int  # the group's offset after the reset
+    broker_offset: int | None = None  # old method only: max offset
+    consumer_offset: int | None = None  # old method only: offset before the reset
+    timestamp_offset: int | None = None  # old method only: offset found for the timestamp
+
+
+@dataclass
+class ResetOffsetResult:
+    """`method`: "broker" (INVOKE_BROKER_TO_RESET_OFFSET; online consumers apply it) or "old" (offsets written
+    straight to the brokers; only effective while no consumer of the group is online)."""
+
+    method: str
+    rows: list[ResetOffsetRow]
+
+
+class Admin:
+    """`async with Admin(namesrv="127.0.0.1:9876") as admin: await admin.create_topic("T", 8, 8)`."""
+
+    def __init__(self, namesrv: str | None = None, *, config: ClientConfig | None = None,
+                 instance_name: str | None = None, timeout: float | None = None) -> None:
+        config = config or ClientConfig()
+        if namesrv is not None:
+            config = config.with_(namesrv=namesrv)
+        if timeout is not None:
+            config = config.with_(request_timeout=timeout)
+        name = instance_name or str(time.time_ns() // 1_000_000)
+        self.config = config.with_(instance_name=name)
+        self.client_id = f"{config.client_ip or local_ip(self.config.namesrv_addrs[0])}@{name}"
+        self._instance: ClientInstance | None = None
+
+    async def start(self) -> Admin:
+        if self._instance is None:
+            self._instance = await ClientInstance.acquire(self.client_id, self.config)
+        return self
+
+    async def stop(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.release()
+
+    async def __aenter__(self) -> Admin:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError("the admin client is not started; use `async with Admin(...)`")
+        return self._instance
+
+    async def _namesrv(self, code: int, ext: dict[str, str] | None = None, *, operation: str) -> Any:
+        response = await self.instance.invoke_namesrv(request(code, ext))
+        if response.code != ResponseCode.SUCCESS:
+            raise response_error(response.code, response.remark, operation=operation, addr="name server")
+        return response
+
+    # -- cluster ------------------------------------------------------------------------------------
+    async def cluster_info(self) -> ClusterInfo:
+        response = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO, operation="cluster info")
+        return ClusterInfo.decode(response.body)
+
+    async def cluster_list(self) -> list[BrokerInfo]:
+        info = await self.cluster_info()
+        out = []
+        for cluster, names in sorted(info.cluster_addr_table.items()):
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
+                    out.append(BrokerInfo(cluster, name, bid, addr))
+        runtimes = await asyncio.gather(*(self.broker_runtime_info(b.addr) for b in out), return_exceptions=True)
+        for b, rt in zip(out, runtimes):
+            if isinstance(rt, dict):
+                b.runtime = rt
+        return out
+
+    async def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        response = await self.instance.api.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO,
+                                                operation="broker runtime info")
+        return dict(KVTable.decode(response.body).table)
+
+    async def _master_addrs(self, cluster: str | None = None) -> list[str]:
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise InvalidArgumentError(f"cluster {cluster!r} is unknown to the name server; known: "
+                                       f"{sorted(info.cluster_addr_table)}")
+        names = info.cluster_addr_table[cluster] if cluster else [n for ns in info.cluster_addr_table.values()
+                                                                   for n in ns]
+        addrs = [a for n in sorted(set(names)) if (bd := info.broker_addr_table.get(n))
+                 and (a := bd.broker_addrs.get(routing.MASTER_ID))]
+        if not addrs:
+            raise NoRouteError(cluster or "*", f"no master broker registered in cluster {cluster or '(any)'}")
+        return addrs
+
+    # -- topics -------------------------------------------------------------------------------------
+    async def create_topic(self, topic: str, read_queue_nums: int = 8, write_queue_nums: int = 8, *,
+                           perm: int = 6, order: bool = False, cluster: str | None = None,
+                           broker_addr: str | None = None) -> list[str]:
+        """Create or update `topic` on one broker (`broker_addr`) or every master of `cluster` (default: of
+        every cluster). Returns the broker addresses."""
+        validate_topic(topic)
+        addrs = [broker_addr] if broker_addr else await self._master_addrs(cluster)
+        ext = CreateTopicRequestHeader(topic=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
+                                       perm=perm, order=order, topic_sys_flag=0).to_ext()
+        for addr in addrs:
+            await self.instance.api.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext,
+                                         operation=f"create topic {topic!r}")
+        self.instance.routes.pop(topic, None)
+        return addrs
+
+    update_topic = create_topic
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
+        """Delete `topic` from the masters of `cluster` (default: every cluster) and from the name server."""
+        validate_topic(topic)
+        addrs = await self._master_addrs(cluster)
+        for addr in addrs:
+            await self.instance.api.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic},
+                                         operation=f"delete topic {topic!r}")
+        ext = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext()
+        await self._namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, ext, operation=f"delete topic {topic!r}")
+        self.instance.routes.pop(topic, None)
+        return addrs
+
+    async def topic_list(self) -> list[str]:
+        response = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, operation="topic list")
+        return sorted(TopicList.decode(response.body).topic_list)
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        return await self.instance.topic_route(validate_topic(topic), refresh=True)
+
+    async def topic_status(self, topic: str) -> dict[MessageQueue, TopicOffset]:
+        """Per queue: min offset, max offset, store time of the last message."""
+        route = await self.topic_route(topic)
+        out: dict[MessageQueue, TopicOffset] = {}
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(routing.MASTER_ID)
+            if addr is None:
+                continue
+            response = await self.instance.api.call(addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                                    TopicRequestHeader(topic=topic).to_ext(),
+                                                    operation=f"status of topic {topic!r}")
+            out.update(TopicStatsTable.decode(response.body).offset_table)
+        return dict(sorted(out.items()))
+
+    # -- consumers ----------------------------------------------------------------------------------
+    async def _group_route(self, group: str) -> TopicRouteData:
+        try:
+            return await self.instance.topic_route(routing.retry_topic(validate_name("group", group)), refresh=True)
+        except NoRouteError:
+            raise ConsumerNotOnlineError(ResponseCode.CONSUMER_NOT_ONLINE,
+                                         f"consumer group {group!r} is unknown: its retry topic has no route",
+                                         operation="consumer group lookup") from None
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        """The group's online clients, their subscriptions, message model and ConsumeFromWhere."""
+        route = await self._group_route(group)
+        addrs = [a for bd in route.broker_datas if (a := bd.broker_addrs.get(routing.MASTER_ID))]
+        response = await self.instance.api.call(addrs[0], RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                                {"consumerGroup": group},
+                                                operation=f"connection list of group {group!r}")
+        return ConsumerConnection.decode(response.body)
+
+    async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """ConsumeStats merged over the brokers: per queue broker offset, consumer offset, last consume time;
+        `total_diff()` is the lag. `ConsumerNotOnlineError` when no broker has progress for the group."""
+        route = await self._group_route(group)
+        merged = ConsumeStats(consume_tps=0.0, offset_table={})
+        ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext()
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(routing.MASTER_ID)
+            if addr is None:
+                continue
+            response = await self.instance.api.call(addr, RequestCode.GET_CONSUME_STATS, ext,
+                                                    operation=f"progress of group {group!r}",
+                                                    timeout=3 * self.config.request_timeout)
+            stats = ConsumeStats.decode(response.body)
+            merged.consume_tps += stats.consume_tps
+            merged.offset_table.update(stats.offset_table)
+        if not merged.offset_table:
+            raise ConsumerNotOnlineError(ResponseCode.CONSUMER_NOT_ONLINE,
+                                         "Not found the consumer group consume stats, because return offset table "
+                                         "is empty, maybe the consumer not consume any message",
+                                         operation=f"progress of group {group!r}")
+        merged.offset_table = dict(sorted(merged.offset_table.items()))
+        return merged
+
+    async def consumer_groups(self) -> list[str]:
+        """Groups that have a retry topic at the name server (as mqadmin consumerProgress without -g)."""
+        return sorted(t[len(routing.RETRY_PREFIX):] for t in await self.topic_list()
+                      if t.startswith(routing.RETRY_PREFIX))
+
+    # -- reset offsets ------------------------------------------------------------------------------
+    async def reset_offset_by_timestamp(self, group: str, topic: str, timestamp: int, *, force: bool = True,
+                                        cpp: bool = False) -> ResetOffsetResult:
+        """mqadmin resetOffsetByTime (§12.3). `timestamp` in ms, -1 = now (the max offset). With `force`
+        False an offset only moves backwards. Asks every broker of the topic (INVOKE_BROKER_TO_RESET_OFFSET);
+        when a broker answers CONSUMER_NOT_ONLINE or does not support it, falls back to the old method: the new
+        offsets are written straight to the brokers (online consumers would overwrite them)."""
+        validate_name("group", group)
+        route = await self.topic_route(topic)
+        rows: list[ResetOffsetRow] = []
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force).to_ext()
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = bd.broker_addrs.get(routing.MASTER_ID) or next(iter(bd.broker_addrs.values()), None)
+            if addr is None:
+                continue
+            cmd = request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            if cpp:
+                cmd.language = "CPP"
+            response = await self.instance.remoting.invoke(addr, cmd, self.config.request_timeout)
+            if response.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.REQUEST_CODE_NOT_SUPPORTED):
+                return ResetOffsetResult("old", await self._reset_old(group, topic, timestamp, force, route))
+            if response.code != ResponseCode.SUCCESS:
+                raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}",
+                                     addr=addr)
+            table = ResetOffsetBody.decode(response.body).offset_table if response.body else {}
+            rows.extend(ResetOffsetRow(mq, off) for mq, off in sorted(table.items()))
+        return ResetOffsetResult("broker", rows)
+
+    async def _reset_old(self, group: str, topic: str, timestamp: int, force: bool,
+                         route: TopicRouteData) -> list[ResetOffsetRow]:
+        api = self.instance.api
+        rows = []
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = bd.broker_addrs.get(routing.MASTER_ID)
+            if addr is None:
+                continue
+            response = await api.call(addr, RequestCode.GET_CONSUME_STATS,
+                                      GetConsumeStatsRequestHeader(consumer_group=group).to_ext(),
+                                      operation=f"progress of group {group!r}")
+            table = {mq: w for mq, w in ConsumeStats.decode(response.body).offset_table.items() if mq.topic == topic}
+            if not table:
+                response = await api.call(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic},
+                                          operation=f"status of topic {topic!r}")
+                for mq, t in TopicStatsTable.decode(response.body).offset_table.items():
+                    table[mq] = OffsetWrapper(broker_offset=t.max_offset, consumer_offset=0)
+            for mq, w in sorted(table.items()):
+                found = await (api.max_offset(addr, mq) if timestamp == -1 else api.search_offset(addr, mq, timestamp))
+                target = found if force or found <= w.consumer_offset else w.consumer_offset
+                await api.update_consumer_offset(addr, group, mq, target)
+                rows.append(ResetOffsetRow(mq, target, w.broker_offset, w.consumer_offset, found))
+        return rows
+
+    # -- messages -----------------------------------------------------------------------------------
+    async def query_message_by_id(self, msg_id: str, topic: str | None = None) -> ReceivedMessage:
+        """A message by its offset id (the broker's msgId) or, with `topic`, by its unique id (UNIQ_KEY,
+        what producers return as `msg_id`)."""
+        if topic is not None:
+            found = await self._query(topic, msg_id, 32, 0, MAX_TIMESTAMP, unique=True)
+            for m in found:
+                if m.msg_id == msg_id or m.offset_msg_id == msg_id:
+                    return m
+        try:
+            ip, port, offset = decode_message_id(msg_id)
+        except ProtocolError as exc:
+            raise InvalidArgumentError(f"{msg_id!r} is not a message id: {exc}") from None
+        addr = f"{ip}:{port}"
+        info = await self.cluster_info()
+        names = {a: bd.broker_name for bd in info.broker_addr_table.values() for a in bd.broker_addrs.values()}
+        if addr not in names:
+            hint = "" if topic else "; if it is a client id (UNIQ_KEY), pass its topic too"
+            raise BrokerResponseError(ResponseCode.QUERY_NOT_FOUND,
+                                      f"{msg_id} is not an offset message id of a known broker{hint}",
+                                      operation="query message by id")
+        response = await self.instance.api.call(addr, RequestCode.VIEW_MESSAGE_BY_ID,
+                                                ViewMessageRequestHeader(offset=offset).to_ext(),
+                                                operation=f"view message {msg_id}")
+        msgs = decode_received(response.body, MessageQueue("", names[addr], 0))
+        if not msgs:
+            raise BrokerResponseError(ResponseCode.QUERY_NOT_FOUND, f"no message at {msg_id}",
+                                      operation="query message by id", addr=addr)
+        m = msgs[0]
+        m.message_queue = MessageQueue(m.topic, names[addr], m.queue_id)
+        return m
+
+    async def query_message_by_key(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
+                                   end: int | None = None) -> list[ReceivedMessage]:
+        """Messages of `topic` whose KEYS contain `key`, oldest first."""
+        return await self._query(topic, key, max_num, begin, MAX_TIMESTAMP if end is None else end, unique=False)
+
+    async def _query(self, topic: str, key: str, max_num: int, begin: int, end: int, *,
+                     unique: bool) -> list[ReceivedMessage]:
+        route = await self.topic_route(topic)
+        out: list[ReceivedMessage] = []
+        ext = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin,
+                                        end_timestamp=end).to_ext()
+        if unique:
+            ext["_UNIQUE_KEY_QUERY"] = "true"
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(routing.MASTER_ID) or next(iter(bd.broker_addrs.values()), None)
+            if addr is None:
+                continue
+            response = await self.instance.api.call(addr, RequestCode.QUERY_MESSAGE, ext,
+                                                    operation=f"query messages of {topic!r} by key {key!r}",
+                                                    ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            if response.code != ResponseCode.SUCCESS:
+                continue
+            for m in decode_received(response.body, MessageQueue(topic, bd.broker_name, 0)):
+                m.message_queue = MessageQueue(m.topic, bd.broker_name, m.queue_id)
+                if unique or key in (m.keys or "").split(" "):
+                    out.append(m)
+        out.sort(key=lambda m: (m.store_timestamp, m.queue_offset))
+        return out[:max_num]

@@ -1,0 +1,250 @@
+"""`rocketmq-emulator admin <command>`: mqadmin's command names and flags, readable tables by default and
+`--json` for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import re
+from typing import Any, Awaitable, Callable
+
+from protocol.bodies import MessageQueue
+
+from .admin import Admin
+from .message import ReceivedMessage
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: use true or false")
+
+
+def parse_timestamp(text: str) -> int:
+    """mqadmin's -s: `now` (-1), milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS (local time)."""
+    text = text.strip()
+    if text.lower() == "now":
+        return -1
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    try:
+        return int(_dt.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f").timestamp() * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS") from None
+
+
+def fmt_time(ms: int) -> str:
+    if ms <= 0:
+        return "N/A"
+    return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def mq_json(mq: MessageQueue) -> dict[str, Any]:
+    return {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
+
+
+def message_json(m: ReceivedMessage) -> dict[str, Any]:
+    return {"msgId": m.msg_id, "offsetMsgId": m.offset_msg_id, "topic": m.topic, "brokerName": m.broker_name,
+            "queueId": m.queue_id, "queueOffset": m.queue_offset, "tags": m.tags, "keys": m.keys,
+            "bornTimestamp": m.born_timestamp, "storeTimestamp": m.store_timestamp,
+            "bornHost": f"{m.born_host}:{m.born_port}", "storeHost": f"{m.store_host}:{m.store_port}",
+            "reconsumeTimes": m.reconsume_times, "properties": dict(m.properties),
+            "body": m.body.decode("utf-8", "replace")}
+
+
+# -- commands: each returns (data for --json, text) -------------------------------------------------------
+async def update_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    addrs = await admin.create_topic(a.topic, a.read_queue_nums, a.write_queue_nums, perm=a.perm, order=a.order,
+                                     cluster=a.cluster, broker_addr=a.broker_addr)
+    data = {"topic": a.topic, "readQueueNums": a.read_queue_nums, "writeQueueNums": a.write_queue_nums,
+            "perm": a.perm, "order": a.order, "brokers": addrs}
+    return data, "\n".join(f"create topic to {addr} success." for addr in addrs) + \
+        f"\nTopicConfig [topicName={a.topic}, readQueueNums={a.read_queue_nums}, writeQueueNums=" \
+        f"{a.write_queue_nums}, perm={a.perm}, order={str(a.order).lower()}]"
+
+
+async def delete_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    addrs = await admin.delete_topic(a.topic, cluster=a.cluster)
+    return {"topic": a.topic, "brokers": addrs}, f"delete topic [{a.topic}] from cluster " \
+                                                f"[{a.cluster or 'all'}] success ({', '.join(addrs)})."
+
+
+async def topic_list(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    topics = await admin.topic_list()
+    return {"topicList": topics}, "\n".join(topics)
+
+
+async def topic_route(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    route = await admin.topic_route(a.topic)
+    data = {"brokerDatas": [{"cluster": b.cluster, "brokerName": b.broker_name,
+                             "brokerAddrs": {str(k): v for k, v in sorted(b.broker_addrs.items())}}
+                            for b in route.broker_datas],
+            "queueDatas": [{"brokerName": q.broker_name, "readQueueNums": q.read_queue_nums,
+                            "writeQueueNums": q.write_queue_nums, "perm": q.perm} for q in route.queue_datas]}
+    rows = [[q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm] for q in route.queue_datas]
+    brokers = [[b.cluster, b.broker_name, bid, addr] for b in route.broker_datas
+               for bid, addr in sorted(b.broker_addrs.items())]
+    return data, table(["#Broker Name", "#Read Queues", "#Write Queues", "#Perm"], rows) + "\n\n" + \
+        table(["#Cluster", "#Broker Name", "#BID", "#Addr"], brokers)
+
+
+async def topic_status(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    status = await admin.topic_status(a.topic)
+    data = [{**mq_json(mq), "minOffset": t.min_offset, "maxOffset": t.max_offset,
+             "lastUpdateTimestamp": t.last_update_timestamp} for mq, t in status.items()]
+    rows = [[mq.broker_name, mq.queue_id, t.min_offset, t.max_offset, fmt_time(t.last_update_timestamp)]
+            for mq, t in status.items()]
+    return data, table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"], rows)
+
+
+async def _progress(admin: Admin, group: str) -> tuple[Any, list[list[Any]], int, float]:
+    stats = await admin.consumer_progress(group)
+    data = [{**mq_json(mq), "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+             "diff": w.broker_offset - w.consumer_offset, "lastTimestamp": w.last_timestamp}
+            for mq, w in stats.offset_table.items()]
+    rows = [[mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
+             w.broker_offset - w.consumer_offset, fmt_time(w.last_timestamp)] for mq, w in stats.offset_table.items()]
+    return data, rows, stats.total_diff(), stats.consume_tps
+
+
+async def consumer_progress(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    if a.group:
+        data, rows, diff, tps = await _progress(admin, a.group)
+        text = table(["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
+                      "#LastTime"], rows)
+        return {"group": a.group, "consumeTps": tps, "diffTotal": diff, "offsets": data}, \
+            f"{text}\n\nConsume TPS: {tps:.2f}\nDiff Total: {diff}"
+    out, rows = [], []
+    for group in await admin.consumer_groups():
+        try:
+            _, _, diff, tps = await _progress(admin, group)
+        except Exception as exc:  # noqa: BLE001 - mqadmin skips groups it cannot read
+            out.append({"group": group, "error": str(exc)})
+            continue
+        out.append({"group": group, "consumeTps": tps, "diffTotal": diff})
+        rows.append([group, f"{tps:.2f}", diff])
+    return out, table(["#Group", "#TPS", "#Diff Total"], rows)
+
+
+async def consumer_connection(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    cc = await admin.consumer_connection(a.group)
+    conns = [{"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language.name,
+              "version": c.version} for c in cc.connection_set]
+    subs = {t: s.sub_string for t, s in sorted(cc.subscription_table.items())}
+    data = {"group": a.group, "connections": conns, "subscriptions": subs, "consumeType": cc.consume_type.name,
+            "messageModel": cc.message_model.name, "consumeFromWhere": cc.consume_from_where.name}
+    text = table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
+                 [[i + 1, c["clientId"], c["clientAddr"], c["language"], c["version"]] for i, c in enumerate(conns)])
+    text += "\n\nBelow is subscription:\n" + table(["#", "#Topic", "#SubExpression"],
+                                                   [[i + 1, t, e] for i, (t, e) in enumerate(subs.items())])
+    text += f"\n\nConsumeType: {cc.consume_type.name}\nMessageModel: {cc.message_model.name}\n" \
+            f"ConsumeFromWhere: {cc.consume_from_where.name}"
+    return data, text
+
+
+async def reset_offset_by_time(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    result = await admin.reset_offset_by_timestamp(a.group, a.topic, a.timestamp, force=a.force, cpp=a.cplus)
+    rows = [{**mq_json(r.queue), "offset": r.offset, "brokerOffset": r.broker_offset,
+             "consumerOffset": r.consumer_offset, "timestampOffset": r.timestamp_offset} for r in result.rows]
+    data = {"group": a.group, "topic": a.topic, "timestamp": a.timestamp, "force": a.force, "method": result.method,
+            "offsets": rows}
+    if result.method == "broker":
+        text = table(["#brokerName", "#queueId", "#offset"],
+                     [[r.queue.broker_name, r.queue.queue_id, r.offset] for r in result.rows])
+    else:
+        text = table(["#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset",
+                      "#resetOffset"],
+                     [[r.queue.broker_name, r.queue.queue_id, r.broker_offset, r.consumer_offset,
+                       r.timestamp_offset, r.offset] for r in result.rows])
+        text = "The broker could not reset the group's online consumers (no consumer online, or not supported); " \
+               "the offsets were written to the brokers directly.\n" + text
+    return data, text
+
+
+def _message_text(m: ReceivedMessage) -> str:
+    d = message_json(m)
+    lines = [("OffsetID:", d["offsetMsgId"]), ("Topic:", d["topic"]), ("Tags:", f"[{d['tags'] or ''}]"),
+             ("Keys:", f"[{d['keys'] or ''}]"), ("Queue ID:", d["queueId"]), ("Queue Offset:", d["queueOffset"]),
+             ("Reconsume Times:", d["reconsumeTimes"]), ("Born Timestamp:", fmt_time(d["bornTimestamp"])),
+             ("Store Timestamp:", fmt_time(d["storeTimestamp"])), ("Born Host:", d["bornHost"]),
+             ("Store Host:", d["storeHost"]), ("Properties:", d["properties"]), ("Message Body:", d["body"])]
+    return "\n".join(f"{k:<20}{v}" for k, v in [("Msg ID:", d["msgId"])] + lines)
+
+
+async def query_msg_by_id(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    m = await admin.query_message_by_id(a.msg_id, a.topic)
+    return message_json(m), _message_text(m)
+
+
+async def query_msg_by_key(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    msgs = await admin.query_message_by_key(a.topic, a.key, a.max_num, a.begin or 0, a.end)
+    data = [message_json(m) for m in msgs]
+    return data, table(["#Message ID", "#QID", "#Offset"], [[m.msg_id, m.queue_id, m.queue_offset] for m in msgs])
+
+
+async def cluster_list(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    brokers = await admin.cluster_list()
+    data = [{"cluster": b.cluster, "brokerName": b.broker_name, "brokerId": b.broker_id, "addr": b.addr,
+             "version": b.runtime.get("brokerVersionDesc", ""), "runtime": b.runtime} for b in brokers]
+    rows = [[b.cluster, b.broker_name, b.broker_id, b.addr, b.runtime.get("brokerVersionDesc", "N/A")]
+            for b in brokers]
+    return data, table(["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version"], rows)
+
+
+Command = Callable[[Admin, argparse.Namespace], Awaitable[tuple[Any, str]]]
+
+
+def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    def cmd(name: str, fn: Command, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(run=fn)
+        return p
+
+    p = cmd("updateTopic", update_topic, "create or update a topic")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=int, default=8)
+    p.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=int, default=8)
+    p.add_argument("-p", "--perm", type=int, default=6, help="2 write, 4 read, 6 read+write (default)")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    p.add_argument("-o", "--order", type=_bool, default=False)
+    p = cmd("deleteTopic", delete_topic, "delete a topic from the brokers and the name server")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    cmd("topicList", topic_list, "list the topics the name server knows")
+    p = cmd("topicRoute", topic_route, "the route of a topic")
+    p.add_argument("-t", "--topic", required=True)
+    p = cmd("topicStatus", topic_status, "min/max offset and last update of each queue of a topic")
+    p.add_argument("-t", "--topic", required=True)
+    p = cmd("consumerProgress", consumer_progress, "a group's progress per queue (all groups without -g)")
+    p.add_argument("-g", "--consumerGroup", dest="group")
+    p = cmd("consumerConnection", consumer_connection, "the online clients of a group")
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True)
+    p = cmd("resetOffsetByTime", reset_offset_by_time, "reset a group's offsets of a topic to a time")
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-s", "--timestamp", type=parse_timestamp, required=True,
+                   help="now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS")
+    p.add_argument("-f", "--force", type=_bool, default=True, help="false: only move offsets backwards")
+    p.add_argument("-c", "--cplus", action="store_true", help="ask for the C++ client's reset body")
+    p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True)
+    p.add_argument("-t", "--topic")
+    p = cmd("queryMsgByKey", query_msg_by_key, "messages of a topic by key")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-k", "--msgKey", dest="key", required=True)
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=int)
+    p.add_argument("-e", "--endTimestamp", dest="end", type=int)
+    p.add_argument("-c", "--maxNum", dest="max_num", type=int, default=64)
+    cmd("clusterList", cluster_list, "the brokers of every cluster")
+
+
+__all__ = ["add_admin_commands", "parse_timestamp", "table", "message_json"]

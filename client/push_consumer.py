@@ -1,0 +1,496 @@
+"""`PushConsumer` (Java `DefaultMQPushConsumer`, reference §10.2-§10.7, §12.1).
+
+    async with PushConsumer("my_group", namesrv="127.0.0.1:9876") as consumer:
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        ...
+
+Two ways to consume. A handler: `consumer.on_message(fn)` (or `on_batch`), called with at most
+`consume_concurrency` in flight (or per queue in order with `orderly=True`); it returns
+`ConsumeResult.SUCCESS` / `None` / `True`, or `ConsumeResult.RECONSUME_LATER` / `False` / raises. Or async
+iteration: `async for msg in consumer` / `await consumer.getmany(...)`, then `consumer.ack(msg)` or
+`consumer.nack(msg)`. Subscribe and choose the style before `start()`; the first `async for` without a
+handler selects iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as _dt
+import logging
+import time
+from typing import Any, AsyncIterator
+
+from protocol import RemotingCommand
+from protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
+                             MessageQueue, SubscriptionData)
+
+from . import route as routing
+from .allocate import AllocateStrategy, strategy
+from .config import ClientConfig, ConsumerSettings, build_client_id, validate_name, validate_topic
+from .consume_iterator import IteratorConsumeService
+from .consume_orderly import OrderlyConsumeService
+from .consume_service import ConcurrentConsumeService, Handler
+from .errors import ClientError, ClientStateError, InvalidArgumentError, NoRouteError
+from .instance import ClientInstance
+from .message import ReceivedMessage, timestamp_ms
+from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from .process_queue import ProcessQueue
+from .pull_api import PullAPI
+from .pull_service import pull_loop
+from .rebalance import RebalanceImpl
+from .remoting_processor import ClientRemotingProcessor
+from .subscription import build_subscription
+
+log = logging.getLogger("rocketmq_emulator.client.consumer")
+
+CLUSTERING = MessageModel.CLUSTERING
+BROADCASTING = MessageModel.BROADCASTING
+LAST_OFFSET = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+FIRST_OFFSET = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+_MODELS = {"clustering": CLUSTERING, "broadcasting": BROADCASTING}
+_FROM = {"last_offset": LAST_OFFSET, "first_offset": FIRST_OFFSET, "timestamp": TIMESTAMP, "last": LAST_OFFSET,
+         "first": FIRST_OFFSET}
+
+
+class RebalanceListener:
+    """Override either method (plain or async); both get the set of queues of one rebalance round."""
+
+    def on_queues_revoked(self, queues: set[MessageQueue]) -> Any: ...
+
+    def on_queues_assigned(self, queues: set[MessageQueue]) -> Any: ...
+
+
+class PushConsumer:
+    def __init__(self, group: str, *, namesrv: str | None = None, message_model: MessageModel | str = CLUSTERING,
+                 consume_from: ConsumeFromWhere | str = LAST_OFFSET, consume_timestamp: Any = None,
+                 allocate_strategy: str | AllocateStrategy = "averagely", orderly: bool = False,
+                 instance_name: str | None = None, offset_store_dir: str | None = None,
+                 rebalance_listener: Any = None, config: ClientConfig | None = None,
+                 settings: ConsumerSettings | None = None, **tuning: Any) -> None:
+        self.group = validate_name("consumer group", group)
+        config = config or ClientConfig()
+        if namesrv is not None:
+            config = config.with_(namesrv=namesrv)
+        if instance_name is not None:
+            config = config.with_(instance_name=instance_name)
+        self.config = config
+        self.message_model = _MODELS.get(message_model.lower(), None) if isinstance(message_model, str) \
+            else MessageModel(message_model)
+        if self.message_model is None:
+            raise InvalidArgumentError(f"message_model {message_model!r}: use CLUSTERING or BROADCASTING")
+        self.consume_from = _FROM.get(consume_from.lower()) if isinstance(consume_from, str) \
+            else ConsumeFromWhere(consume_from)
+        if self.consume_from is None:
+            raise InvalidArgumentError(f"consume_from {consume_from!r}: use LAST_OFFSET, FIRST_OFFSET or TIMESTAMP")
+        if consume_timestamp is None:
+            consume_timestamp = _dt.datetime.now() - _dt.timedelta(minutes=30)
+        self.consume_timestamp_ms = timestamp_ms(consume_timestamp)
+        self.allocate_strategy = strategy(allocate_strategy)
+        self.orderly = orderly
+        self.offset_store_dir = offset_store_dir
+        self.rebalance_listener = rebalance_listener
+        self.settings = dataclasses.replace(settings) if settings is not None else ConsumerSettings()
+        for key, value in tuning.items():
+            if not hasattr(self.settings, key):
+                raise InvalidArgumentError(f"unknown consumer setting {key!r}")
+            setattr(self.settings, key, value)
+        self.client_id = build_client_id(config, broadcasting=self.message_model == BROADCASTING)
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self._handler: Handler | None = None
+        self._batch = False
+        self._instance: ClientInstance | None = None
+        self.offset_store: OffsetStore = None  # type: ignore[assignment]
+        self.pull_api: PullAPI = None  # type: ignore[assignment]
+        self.rebalance = RebalanceImpl(self)
+        self.processor = ClientRemotingProcessor(self)
+        self.service: Any = None
+        self._pull_tasks: dict[ProcessQueue, asyncio.Task[None]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._side_tasks: set[asyncio.Task[Any]] = set()
+        self._rebalance_event = asyncio.Event()
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._paused = False
+        self._suspended = False  # during a reset offset
+        self._paused_queues: set[MessageQueue] = set()
+        self._running = False
+        self._stopping: asyncio.Future[None] | None = None
+        self.started_at = 0
+
+    # -- configuration ------------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Consume `topic`'s messages whose tag matches `expression` (`*`, `TagA`, `TagA || TagB`)."""
+        validate_topic(topic)
+        self.subscriptions[topic] = build_subscription(topic, expression, expression_type)
+        if self._running:
+            self._after_subscription_change()
+
+    def unsubscribe(self, topic: str) -> None:
+        self.subscriptions.pop(topic, None)
+        if self._running:
+            self._after_subscription_change()
+
+    def on_message(self, handler: Handler) -> Handler:
+        """Consume with `handler(msg)` (plain or async). Usable as a decorator."""
+        self._set_handler(handler, batch=False)
+        return handler
+
+    def on_batch(self, handler: Handler, max_size: int = 32) -> Handler:
+        """Consume with `handler(list_of_msgs)`, at most `max_size` messages of one queue per call."""
+        self.settings.consume_batch_size = max(1, max_size)
+        self._set_handler(handler, batch=True)
+        return handler
+
+    def _set_handler(self, handler: Handler, *, batch: bool) -> None:
+        if self._running:
+            raise ClientStateError("set the handler before start()")
+        if not callable(handler):
+            raise InvalidArgumentError("the handler must be callable")
+        self._handler, self._batch = handler, batch
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    async def start(self) -> PushConsumer:
+        if self._running or self._instance is not None:
+            raise ClientStateError(f"consumer {self.group!r} is already started")
+        if self.orderly and self._handler is None:
+            raise ClientStateError("an orderly consumer needs a handler (on_message / on_batch); iteration is "
+                                   "for concurrent consumers")
+        instance = await ClientInstance.acquire(self.client_id, self.config)
+        try:
+            instance.register_consumer(self.group, self)
+        except BaseException:
+            await instance.release()
+            raise
+        self._instance = instance
+        try:
+            await self._start(instance)
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def _start(self, instance: ClientInstance) -> None:
+        if self.message_model == CLUSTERING:
+            self.offset_store = RemoteBrokerOffsetStore(instance, self.group)
+            retry = routing.retry_topic(self.group)
+            self.subscriptions.setdefault(retry, build_subscription(retry))
+        else:
+            self.offset_store = LocalFileOffsetStore(self.offset_store_dir, self.client_id, self.group)
+        await self.offset_store.load()
+        self.pull_api = PullAPI(instance, self.group)
+        missing = []
+        for topic in list(self.subscriptions):
+            try:
+                await instance.topic_route(topic, refresh=True)
+            except NoRouteError:
+                missing.append(topic)
+        for sub in self.subscriptions.values():
+            if sub.expression_type != "TAG":
+                body = CheckClientRequestBody(client_id=self.client_id, group=self.group, subscription_data=sub)
+                for addr in instance.broker_addrs():
+                    await instance.api.check_client_config(addr, body.encode())
+        await instance.send_heartbeat_to_all_brokers()
+        for topic in missing:  # the broker creates the retry topic on the first heartbeat
+            try:
+                await instance.topic_route(topic, refresh=True)
+            except NoRouteError:
+                log.debug("%s: topic %s has no route yet; the rebalance retries", self.group, topic)
+        if self._handler is None:
+            self.service = IteratorConsumeService(self)
+        elif self.orderly:
+            self.service = OrderlyConsumeService(self, self._handler, batch=self._batch)
+        else:
+            self.service = ConcurrentConsumeService(self, self._handler, batch=self._batch)
+        self.service.start()
+        self._running = True
+        self.started_at = int(time.time() * 1000)
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._rebalance_loop()))
+        if self.orderly and self.message_model == CLUSTERING:
+            self._tasks.append(loop.create_task(self._lock_loop()))
+        self._rebalance_event.set()
+        log.info("%s: consumer %s started (%s, %s)", self.group, self.client_id, self.message_model.name,
+                 "orderly" if self.orderly else "concurrently")
+
+    async def stop(self) -> None:
+        """Stop pulling, let running handlers finish (up to `await_termination_timeout`), commit the offsets,
+        release queue locks, unregister from the brokers."""
+        instance = self._instance
+        if instance is None:
+            return
+        if self._stopping is not None:
+            await asyncio.shield(self._stopping)
+            return
+        self._stopping = asyncio.get_running_loop().create_future()
+        try:
+            await self._stop(instance)
+        finally:
+            self._stopping.set_result(None)
+            self._stopping = None
+
+    async def _stop(self, instance: ClientInstance) -> None:
+        self._running = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        table = self.rebalance.process_queue_table
+        for pq in list(table.values()):
+            pq.drop()
+        pulls = list(self._pull_tasks.values())
+        for task in pulls:
+            task.cancel()
+        await asyncio.gather(*pulls, return_exceptions=True)
+        self._pull_tasks.clear()
+        timeout = self.settings.await_termination_timeout
+        if self.service is not None:
+            await self.service.stop(timeout)
+        for task in list(self._side_tasks):
+            task.cancel()
+        await self.rebalance.drain_retiring(timeout)
+        owned = list(table)
+        if self.offset_store is not None:
+            try:
+                await self.offset_store.persist_all(owned, wait=True)
+            except ClientError as exc:
+                log.warning("%s: committing offsets at stop failed: %s", self.group, exc)
+        if self.rebalance.needs_locks and owned:
+            await self.rebalance.unlock_all(owned)
+        table.clear()
+        instance.unregister_consumer(self.group)
+        try:
+            await instance.unregister_client(consumer_group=self.group)
+        finally:
+            self._instance = None
+            await instance.release()
+        log.info("%s: consumer %s stopped", self.group, self.client_id)
+
+    async def __aenter__(self) -> PushConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"consumer {self.group!r} is not started; use `async with` or await start()")
+        return self._instance
+
+    # -- iteration ----------------------------------------------------------------------------------
+    def _iterator_service(self) -> IteratorConsumeService:
+        if not isinstance(self.service, IteratorConsumeService):
+            if self.service is None:
+                raise ClientStateError(f"consumer {self.group!r} is not started")
+            raise ClientStateError("this consumer has a handler; iteration and ack/nack need a consumer without one")
+        return self.service
+
+    def __aiter__(self) -> AsyncIterator[ReceivedMessage]:
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        msg = await self._iterator_service().get()
+        assert msg is not None
+        return msg
+
+    async def getone(self, timeout: float | None = None) -> ReceivedMessage | None:
+        """The next message, or None after `timeout` seconds."""
+        try:
+            return await self._iterator_service().get(timeout)
+        except StopAsyncIteration:
+            return None
+
+    async def getmany(self, timeout: float = 0.0, max_records: int = 32) -> dict[MessageQueue, list[ReceivedMessage]]:
+        """Up to `max_records` messages ready now (waiting up to `timeout` s for the first), by queue."""
+        return await self._iterator_service().getmany(timeout, max_records)
+
+    def ack(self, *msgs: ReceivedMessage) -> None:
+        """The messages are consumed: their offsets may be committed."""
+        service = self._iterator_service()
+        for m in msgs:
+            service.ack(m)
+
+    def nack(self, msg: ReceivedMessage, delay_level: int = 0) -> None:
+        """Consume `msg` again later: it goes back to the broker (retry topic, DLQ after the max)."""
+        self._iterator_service().nack(msg, delay_level)
+
+    # -- flow control -------------------------------------------------------------------------------
+    def pause(self, *queues: MessageQueue) -> None:
+        """Stop pulling (all queues, or the given ones) until `resume`; pulls waiting at the broker are
+        abandoned. Messages already pulled are still delivered."""
+        if queues:
+            self._paused_queues.update(queues)
+        else:
+            self._paused = True
+        self._update_resumed()
+        for mq, pq in self.rebalance.process_queue_table.items():
+            if self.is_paused(mq):
+                self.stop_pulling(pq)
+
+    def resume(self, *queues: MessageQueue) -> None:
+        if queues:
+            self._paused_queues.difference_update(queues)
+        else:
+            self._paused = False
+            self._paused_queues.clear()
+        self._update_resumed()
+        if self._running:
+            for mq, pq in self.rebalance.process_queue_table.items():
+                if not pq.dropped and pq not in self._pull_tasks and not self.is_paused(mq):
+                    self.start_pulling(pq)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused or self._suspended
+
+    def is_paused(self, mq: MessageQueue) -> bool:
+        return self._paused or self._suspended or mq in self._paused_queues
+
+    def suspend(self, on: bool) -> None:
+        """Pause every pull while offsets are reset (not the same switch as `pause`)."""
+        self._suspended = on
+        self._update_resumed()
+
+    def _update_resumed(self) -> None:
+        if self._paused or self._suspended or self._paused_queues:
+            self._resumed.clear()
+        else:
+            self._resumed.set()
+
+    async def wait_resumed(self, timeout: float) -> None:
+        if self._paused_queues and not self._paused and not self._suspended:
+            await asyncio.sleep(min(timeout, 0.1))
+            return
+        try:
+            await asyncio.wait_for(self._resumed.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer owns now (the retry topic's included)."""
+        return set(self.rebalance.process_queue_table)
+
+    def committed(self, mq: MessageQueue) -> int:
+        """The in-memory offset of `mq` (-1 if none): what the next commit sends."""
+        return self.offset_store.offset_table.get(mq, -1) if self.offset_store is not None else -1
+
+    # -- what the instance asks -------------------------------------------------------------------------
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(group_name=self.group, consume_type=ConsumeType.CONSUME_PASSIVELY,
+                            message_model=self.message_model, consume_from_where=self.consume_from,
+                            subscription_data_set=list(self.subscriptions.values()), unit_mode=False)
+
+    def subscribed_topics(self) -> set[str]:
+        return set(self.subscriptions)
+
+    async def persist_consumer_offsets(self) -> None:
+        if self._running and self.offset_store is not None:
+            await self.offset_store.persist_all([*self.rebalance.process_queue_table, *self.rebalance.retiring_queues])
+
+    def max_reconsume_times(self) -> int:
+        n = self.settings.max_reconsume_times
+        if n == -1:
+            return 2 ** 31 - 1 if self.orderly else 16
+        return n
+
+    # -- what the pull loop and the consume services call -------------------------------------------
+    def start_pulling(self, pq: ProcessQueue) -> None:
+        task = asyncio.get_running_loop().create_task(pull_loop(self, pq))
+        self._pull_tasks[pq] = task
+        task.add_done_callback(lambda t, pq=pq: self._pull_done(pq, t))
+
+    def _pull_done(self, pq: ProcessQueue, task: asyncio.Task[None]) -> None:
+        if self._pull_tasks.get(pq) is task:
+            del self._pull_tasks[pq]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: pull loop of %s failed", self.group, pq.mq, exc_info=task.exception())
+
+    def stop_pulling(self, pq: ProcessQueue) -> None:
+        task = self._pull_tasks.pop(pq, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    def dispatch(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
+        self.service.submit(pq, msgs)
+
+    def commit(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
+        offset = pq.remove(msgs)
+        if offset >= 0 and not pq.retired:
+            self.offset_store.update_offset(pq.mq, offset, True)
+
+    def commit_orderly(self, pq: ProcessQueue) -> None:
+        offset = pq.commit()
+        if offset >= 0 and not pq.retired:
+            self.offset_store.update_offset(pq.mq, offset, False)
+
+    def offset_illegal(self, pq: ProcessQueue, next_offset: int) -> None:
+        self.side_task(self.processor.correct_offset(pq, next_offset))
+
+    # -- rebalance ----------------------------------------------------------------------------------
+    def rebalance_now(self) -> None:
+        self._rebalance_event.set()
+
+    async def _rebalance_loop(self) -> None:
+        retry_delay = 0.5
+        while self._running:
+            timeout = retry_delay if self.rebalance.retry_soon else self.settings.rebalance_interval
+            try:
+                await asyncio.wait_for(self._rebalance_event.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            self._rebalance_event.clear()
+            retry_delay = min(retry_delay * 2, self.settings.rebalance_interval) if self.rebalance.retry_soon \
+                else 0.5
+            try:
+                await self.rebalance.do_rebalance()
+            except ClientError as exc:
+                log.debug("%s: rebalance failed: %s", self.group, exc)
+            except Exception:  # noqa: BLE001 - keep rebalancing
+                log.exception("%s: rebalance failed", self.group)
+
+    async def _lock_loop(self) -> None:
+        while self._running:
+            await asyncio.sleep(min(1.0, self.settings.lock_interval))
+            await self.rebalance.lock_all()
+            await asyncio.sleep(max(0.0, self.settings.lock_interval - 1.0))
+
+    async def subscription_changed(self, topic: str) -> None:
+        """The owned queues of `topic` changed: new subVersion, and a heartbeat before pulling (§10.3)."""
+        sub = self.subscriptions.get(topic)
+        if sub is not None:
+            sub.sub_version = max(time.time_ns() // 1_000_000, sub.sub_version + 1)
+        await self.instance.send_heartbeat_to_all_brokers()
+
+    def _after_subscription_change(self) -> None:
+        async def run() -> None:
+            for topic in self.subscriptions:
+                try:
+                    await self.instance.topic_route(topic)
+                except NoRouteError:
+                    pass
+            await self.instance.send_heartbeat_to_all_brokers()
+            self.rebalance_now()
+        self.side_task(run())
+
+    def heartbeat_soon(self) -> None:
+        if self._instance is not None:
+            self.side_task(self._instance.send_heartbeat_to_all_brokers())
+
+    def side_task(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_done)
+
+    def _side_done(self, task: asyncio.Task[Any]) -> None:
+        self._side_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("%s: background task failed: %r", self.group, task.exception())
+
+    # -- server requests ----------------------------------------------------------------------------
+    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        return await self.processor.handle(cmd)
+
+    async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
+        await self.processor.reset_offset(topic, table)
