@@ -17,9 +17,10 @@ from protocol.headers import (CreateTopicRequestHeader, DeleteTopicFromNamesrvRe
                               TopicRequestHeader, ViewMessageRequestHeader)
 from protocol.message import decode_message_id
 
+from .lifecycle import InstanceUser
 from . import route as routing
 from .config import ClientConfig, local_ip, validate_name, validate_topic
-from .errors import (BrokerResponseError, ClientStateError, ConsumerNotOnlineError, InvalidArgumentError,
+from .errors import (BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError,
                      NoRouteError, response_error)
 from .instance import ClientInstance, request
 from .message import ReceivedMessage, decode_received
@@ -57,7 +58,7 @@ class ResetOffsetResult:
     rows: list[ResetOffsetRow]
 
 
-class Admin:
+class Admin(InstanceUser):
     """`async with Admin(namesrv="127.0.0.1:9876") as admin: await admin.create_topic("T", 8, 8)`."""
 
     def __init__(self, namesrv: str | None = None, *, config: ClientConfig | None = None,
@@ -82,17 +83,8 @@ class Admin:
         if instance is not None:
             await instance.release()
 
-    async def __aenter__(self) -> Admin:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError("the admin client is not started; use `async with Admin(...)`")
-        return self._instance
+    def _what(self) -> str:
+        return "the admin client"
 
     async def _namesrv(self, code: int, ext: dict[str, str] | None = None, *, operation: str) -> Any:
         response = await self.instance.invoke_namesrv(request(code, ext))

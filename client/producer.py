@@ -23,6 +23,7 @@ from protocol.codes import MessageSysFlag
 from protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
                               java_string_hash)
 
+from .lifecycle import InstanceUser
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
 from .errors import (RETRIABLE_SEND_CODES, BrokerUnreachableError, ClientStateError, InvalidArgumentError,
                      RequestTimeoutError, response_error)
@@ -80,7 +81,7 @@ def select_queue_by_hash(queues: list[MessageQueue], key: Any) -> MessageQueue:
     return queues[abs(h) % len(queues)]
 
 
-class Producer:
+class Producer(InstanceUser):
     """`async with Producer("my_group", namesrv="127.0.0.1:9876") as p: await p.send("T", b"hi")`."""
 
     def __init__(self, group: str = "DEFAULT_PRODUCER", *, namesrv: str | None = None,
@@ -126,17 +127,8 @@ class Producer:
         finally:
             await instance.release()
 
-    async def __aenter__(self) -> Producer:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"producer {self.group!r} is not started; use `async with` or await start()")
-        return self._instance
+    def _what(self) -> str:
+        return f"producer {self.group!r}"
 
     # -- sending ------------------------------------------------------------------------------------
     async def send(self, topic: str, body: bytes | str, *, tags: str | None = None,

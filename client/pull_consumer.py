@@ -18,6 +18,7 @@ from protocol import RemotingCommand, RequestCode, ResponseCode
 from protocol.admin_bodies import GetConsumerStatusBody
 from protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, MessageQueue
 
+from .lifecycle import InstanceUser
 from . import route as routing
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
 from .errors import BrokerResponseError, ClientStateError
@@ -28,7 +29,7 @@ from .subscription import build_subscription
 log = logging.getLogger("rocketmq_emulator.client.pull")
 
 
-class PullConsumer:
+class PullConsumer(InstanceUser):
     def __init__(self, group: str, *, namesrv: str | None = None, instance_name: str | None = None,
                  config: ClientConfig | None = None) -> None:
         self.group = validate_name("consumer group", group)
@@ -66,17 +67,8 @@ class PullConsumer:
         finally:
             await instance.release()
 
-    async def __aenter__(self) -> PullConsumer:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"pull consumer {self.group!r} is not started; use `async with` or await start()")
-        return self._instance
+    def _what(self) -> str:
+        return f"pull consumer {self.group!r}"
 
     # -- queues and offsets -------------------------------------------------------------------------
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:

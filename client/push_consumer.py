@@ -25,6 +25,7 @@ from protocol import RemotingCommand
 from protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
                              MessageQueue, SubscriptionData)
 
+from .lifecycle import InstanceUser
 from . import route as routing
 from .allocate import AllocateStrategy, strategy
 from .config import ClientConfig, ConsumerSettings, build_client_id, validate_name, validate_topic
@@ -62,7 +63,7 @@ class RebalanceListener:
     def on_queues_assigned(self, queues: set[MessageQueue]) -> Any: ...
 
 
-class PushConsumer:
+class PushConsumer(InstanceUser):
     def __init__(self, group: str, *, namesrv: str | None = None, message_model: MessageModel | str = CLUSTERING,
                  consume_from: ConsumeFromWhere | str = LAST_OFFSET, consume_timestamp: Any = None,
                  allocate_strategy: str | AllocateStrategy = "averagely", orderly: bool = False,
@@ -267,17 +268,8 @@ class PushConsumer:
             await instance.release()
         log.info("%s: consumer %s stopped", self.group, self.client_id)
 
-    async def __aenter__(self) -> PushConsumer:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"consumer {self.group!r} is not started; use `async with` or await start()")
-        return self._instance
+    def _what(self) -> str:
+        return f"consumer {self.group!r}"
 
     # -- iteration ----------------------------------------------------------------------------------
     def _iterator_service(self) -> IteratorConsumeService:

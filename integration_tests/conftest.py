@@ -136,18 +136,3 @@ def cpp_home(tmp_path: Path) -> Path:
     home.mkdir()
     return home
 
-
-@pytest.fixture
-def tiny_fs(tmp_path: Path):
-    """A real 32 MiB tmpfs (mounting needs root, which these machines and CI have)."""
-    import os
-    import subprocess
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)

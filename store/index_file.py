@@ -30,7 +30,7 @@ import time
 import zlib
 from itertools import chain, repeat
 
-from .mapped_file import ALLOCATE_AHEAD, create_full_size, fsync_dir, remove_tmp_files
+from .mapped_file import BlockReserving, create_full_size, fsync_dir, remove_tmp_files
 
 INDEX_HEADER_SIZE = 40
 _HEADER = struct.Struct(">qqqqii")
@@ -45,9 +45,9 @@ def key_hash(topic: str, key: str) -> int:
     return zlib.crc32(f"{topic}#{key}".encode()) & 0x7FFFFFFF
 
 
-class IndexFile:
+class IndexFile(BlockReserving):
     __slots__ = ("path", "mm", "slot_num", "index_num", "begin_timestamp", "end_timestamp", "begin_phy_offset",
-                 "end_phy_offset", "hash_slot_count", "index_count", "_entries_at", "fd", "allocated", "size")
+                 "end_phy_offset", "hash_slot_count", "index_count", "_entries_at", "fd", "allocated", "file_size")
 
     def __init__(self, path: str, slot_num: int, index_num: int, *, create: bool, preallocate: bool = False):
         size = INDEX_HEADER_SIZE + slot_num * 4 + index_num * 20
@@ -55,7 +55,7 @@ class IndexFile:
         self.slot_num = slot_num
         self.index_num = index_num
         self._entries_at = INDEX_HEADER_SIZE + slot_num * 4
-        self.size = size
+        self.file_size = size
         fd = create_full_size(path, size, preallocate) if create else os.open(path, os.O_RDWR)
         try:
             if not create and os.fstat(fd).st_size != size:
@@ -111,18 +111,6 @@ class IndexFile:
                 break
             idx = prev
 
-    def ensure_allocated(self, end: int) -> bool:
-        """Reserve disk blocks up to `end` (and a chunk beyond); False when the disk has no room."""
-        if end <= self.allocated:
-            return True
-        new = min(self.size, max(end, self.allocated + ALLOCATE_AHEAD))
-        try:
-            os.posix_fallocate(self.fd, self.allocated, new - self.allocated)
-        except OSError:
-            return False
-        self.allocated = new
-        return True
-
     def write_header(self) -> None:
         self.mm[32:36] = _INT.pack(self.hash_slot_count)
 
@@ -135,12 +123,7 @@ class IndexFile:
             self.mm.close()
         except (BufferError, ValueError):
             pass
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = -1
+        self._close_descriptor()
 
     def destroy(self) -> None:
         self.close()

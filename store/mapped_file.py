@@ -67,6 +67,36 @@ def create_full_size(path: str, size: int, preallocate: bool) -> int:
     return fd
 
 
+class BlockReserving:
+    """Disk blocks reserved in chunks just ahead of the writes of a sparse mapped file (module docstring).
+    Users have `fd` (-1 when nothing is reserved), `allocated` and `file_size`."""
+
+    __slots__ = ()
+    fd: int
+    allocated: int
+    file_size: int
+
+    def ensure_allocated(self, end: int) -> bool:
+        """Reserve disk blocks up to `end` (and a chunk beyond); False when the disk has no room."""
+        if end <= self.allocated:
+            return True
+        new = min(self.file_size, max(end, self.allocated + allocation_chunk(self.file_size)))
+        try:
+            os.posix_fallocate(self.fd, self.allocated, new - self.allocated)
+        except OSError:
+            return False
+        self.allocated = new
+        return True
+
+    def _close_descriptor(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
+
 def data_extents(path: str, start: int, end: int) -> list[tuple[int, int]]:
     """The [from, to) ranges of `path` within [start, end) that hold data (SEEK_DATA/SEEK_HOLE).
 
@@ -105,7 +135,7 @@ def remove_tmp_files(directory: str) -> None:
                 pass
 
 
-class MappedFile:
+class MappedFile(BlockReserving):
     __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position", "fd",
                  "allocated")
 
@@ -132,18 +162,6 @@ class MappedFile:
             os.close(fd)
             self.fd = -1
             self.allocated = file_size
-
-    def ensure_allocated(self, end: int) -> bool:
-        """Reserve disk blocks up to `end` (and a chunk beyond); False when the disk has no room."""
-        if end <= self.allocated:
-            return True
-        new = min(self.file_size, max(end, self.allocated + allocation_chunk(self.file_size)))
-        try:
-            os.posix_fallocate(self.fd, self.allocated, new - self.allocated)
-        except OSError:
-            return False
-        self.allocated = new
-        return True
 
     # -- state --------------------------------------------------------------------------------------
     @property
@@ -204,13 +222,7 @@ class MappedFile:
             self.mm.close()
         except (BufferError, ValueError):
             pass
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = -1
-            self.allocated = 0
+        self._close_descriptor()
 
     def destroy(self) -> None:
         self.close()

@@ -1,35 +1,19 @@
 """A full disk: appends fail with SERVICE_NOT_AVAILABLE (never a crash), acknowledged data stays readable, and
-appends work again once space is freed. Uses a real 24 MiB tmpfs (needs root, which these machines and CI have)."""
+appends work again once space is freed. Uses a real 32 MiB tmpfs (the `tiny_fs` fixture) (needs root, which these machines and CI have)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def tiny_fs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_disk_full_is_an_error_status_not_a_crash(tiny_fs):
     ballast = tiny_fs / "ballast"
-    ballast.write_bytes(b"\1" * (6 * 1024 * 1024))  # freed later to show recovery from a full disk
+    ballast.write_bytes(b"\1" * (12 * 1024 * 1024))  # freed later to show recovery from a full disk
     out = subprocess.run([sys.executable, str(HERE / "disk_full_writer.py"), str(tiny_fs / "store"), str(ballast)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]  # a SIGBUS would show up here as -7
