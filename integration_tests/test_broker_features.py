@@ -13,7 +13,7 @@ from integration_tests.conftest import EmulatorThread, free_broker_port, free_po
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import pull_request, send_request
-from protocol import RemotingCommand, RequestCode, ResponseCode, encode_command
+from protocol import RemotingCommand, RequestCode, ResponseCode, encode_command, encode_command_bytes
 from protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
 from protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
                              LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
@@ -374,3 +374,47 @@ def test_full_disk_answers_service_not_available_and_keeps_acked_data(tiny_fs):
     assert len(acked) > 10_000
     assert after.code == ResponseCode.SUCCESS
     assert first.code == ResponseCode.SUCCESS and decode_messages(first.body)[0].body == b"x" * 200 + b"0"
+
+
+def test_a_client_that_stops_reading_pauses_its_connection_only(emulator):
+    """Honour the transport's pause/resume writing: a peer that does not read gets its connection paused
+    (the broker stops reading from it) instead of the broker buffering without bound; others are unaffected."""
+    import socket
+    import struct
+    big = b"y" * (512 * 1024)
+
+    async def fill():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            for _ in range(16):
+                assert (await c.request(send_request("Slow", big))).code == ResponseCode.SUCCESS
+    asyncio.run(fill())
+
+    stalled = socket.create_connection(("127.0.0.1", emulator.broker_port))
+    for i in range(64):  # 64 pulls of up to 8 MiB each, never read
+        req = pull_request("Slow", 0, suspend_ms=0)
+        req.opaque = i
+        stalled.sendall(encode_command_bytes(req))
+    deadline = time.monotonic() + 10
+
+    def states():
+        return [(c._writing_paused, c._reading_paused) for c in emulator.broker.server.connections]
+    while (True, True) not in emulator.call(states) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (True, True) in emulator.call(states)
+
+    async def other_client():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            return await c.request(send_request("Slow", b"still served"), timeout=5)
+    assert asyncio.run(other_client()).code == ResponseCode.SUCCESS
+
+    # reading everything resumes the stalled connection; every pull gets its full answer
+    stalled.settimeout(10)
+    buf = bytearray()
+    answers = 0
+    while answers < 64:
+        buf += stalled.recv(1 << 20)
+        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">i", buf)[0]:
+            del buf[:4 + struct.unpack_from(">i", buf)[0]]
+            answers += 1
+    stalled.close()
+    assert answers == 64
