@@ -185,6 +185,19 @@ def get_property(raw: bytes, name: bytes) -> str | None:
     return value.decode() if value else None
 
 
+def remove_property(raw: bytes, name: bytes) -> bytes:
+    """`raw` without the pair named `name` (and without a trailing separator)."""
+    key = name + b"\x01"
+    i = raw.find(key)
+    while i > 0 and raw[i - 1] != 2:
+        i = raw.find(key, i + 1)
+    if i < 0:
+        return raw.rstrip(b"\x02")
+    end = raw.find(b"\x02", i)
+    rest = b"" if end < 0 else raw[end + 1:]
+    return (raw[:i] + rest).rstrip(b"\x02")
+
+
 def encode_properties(props: dict[str, str] | None, trailing_separator: bool = False) -> str:
     """Java >= 4.9.1 writes no trailing 0x02; C++, Go and ali-ons write one (`trailing_separator`)."""
     if not props:

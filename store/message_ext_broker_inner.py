@@ -18,7 +18,7 @@ class MessageExtBrokerInner:
     __slots__ = ("topic", "queue_id", "body", "flag", "properties_raw", "tags_code", "sys_flag", "born_timestamp",
                  "born_host", "born_port", "reconsume_times", "prepared_transaction_offset", "keys")
 
-    def __init__(self, topic: str, queue_id: int, body: bytes, *, flag: int = 0, properties_raw: bytes = b"",
+    def __init__(self, topic: str, queue_id: int, body: bytes, flag: int = 0, properties_raw: bytes = b"",
                  tags_code: int = 0, sys_flag: int = 0, born_timestamp: int = 0, born_host: bytes = b"\x7f\0\0\x01",
                  born_port: int = 0, reconsume_times: int = 0, prepared_transaction_offset: int = 0,
                  keys: list[str] | tuple[str, ...] | None = None) -> None:

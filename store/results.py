@@ -83,6 +83,8 @@ class PutMessageResult:
         """The send response's ``msgId``: offset ids of all records, comma-separated for a batch."""
         if self.wrote_offset < 0:
             return ""
+        if self.phy_offsets is None:  # a single message
+            return (self._host + self.wrote_offset.to_bytes(8, "big", signed=True)).hex().upper()
         return ",".join(self.msg_ids)
 
     def __repr__(self) -> str:

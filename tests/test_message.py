@@ -203,3 +203,19 @@ def test_fuzz_iter_batch(data):
         list(iter_batch(data))
     except ProtocolError:
         pass
+
+
+def test_remove_property():
+    from protocol.message import remove_property
+    assert remove_property(b"A\x01a\x02WAIT\x01true\x02B\x01b", b"WAIT") == b"A\x01a\x02B\x01b"
+    assert remove_property(b"WAIT\x01true\x02B\x01b\x02", b"WAIT") == b"B\x01b"
+    assert remove_property(b"A\x01a\x02WAIT\x01true\x02", b"WAIT") == b"A\x01a"
+    assert remove_property(b"A\x01xWAIT\x01no", b"WAIT") == b"A\x01xWAIT\x01no"  # inside a value: kept
+
+
+@given(props, st.booleans())
+def test_remove_property_agrees_with_full_parse(p, trailing):
+    from protocol.message import remove_property
+    raw = encode_properties(p, trailing_separator=trailing).encode()
+    expected = {k: v for k, v in p.items() if k != "WAIT"}
+    assert decode_properties(remove_property(raw, b"WAIT")) == expected

@@ -16,7 +16,7 @@ from protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from protocol.headers import SendMessageRequestHeader, decode_send_header
 from protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
                               PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
-                              iter_batch, pack_host, tag_hash_code)
+                              iter_batch, pack_host, remove_property, tag_hash_code)
 from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from store.results import PutMessageResult, PutMessageStatus
 
@@ -56,6 +56,8 @@ class SendMessageProcessor:
         self._cluster_suffix = f"\x02{PROPERTY_CLUSTER}\x01{broker.config.cluster_name}"
         self._valid_topics: set[str] = set()  # topics that passed validation and exist
         self._trace_on = "true" if broker.config.trace_on else "false"
+        self._cluster_suffix_bytes = self._cluster_suffix.encode()
+        self._max_message_size = broker.config.max_message_size
         self._failures: dict[PutMessageStatus, tuple[float, int]] = {}
 
     def register(self, table: DispatchTable) -> None:
@@ -89,7 +91,12 @@ class SendMessageProcessor:
         if h.batch:
             return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
         body = req.body
-        props = decode_properties(h.properties) if h.properties else {}
+        text = h.properties or ""
+        raw = text.encode()
+        if not (b"DELAY\x01" in raw or b"TRAN_MSG\x01" in raw or b"CLUSTER\x01" in raw or sys_flag & TRANSACTION_TYPE_MASK
+                or topic.startswith(RETRY_PREFIX)):
+            return self._send_plain(req, h, topic, queue_id, sys_flag, born, conn, raw)
+        props = decode_properties(text) if text else {}
         if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.NO_PERMISSION,
                               "transactional messages are not supported by rocketmq-emulator")
@@ -122,6 +129,32 @@ class SendMessageProcessor:
                                       keys=keys_of(props))
         result = self.broker.store.put_message(inner)
         response = self._response(req, result, real_queue_id)
+        if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
+        return response
+
+    def _send_plain(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
+                    sys_flag: int, born: bytes, conn: RemotingConnection, raw: bytes) -> RemotingCommand:
+        """The common message (no delay, transaction or retry topic): properties read and edited as bytes."""
+        body = req.body
+        if len(body) > self._max_message_size:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message body size {len(body)} exceeds "
+                                                            f"maxMessageSize {self._max_message_size}")
+        keys = get_property(raw, b"KEYS")
+        index_keys = keys.split() if keys else []
+        uniq = get_property(raw, b"UNIQ_KEY")
+        if uniq:
+            index_keys.append(uniq)
+        tags_code = tag_hash_code(get_property(raw, b"TAGS"))
+        if b"WAIT\x01" in raw:
+            raw = remove_property(raw, b"WAIT")
+        raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
+        if len(raw) > 32767:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message properties size {len(raw)} exceeds 32767")
+        result = self.broker.store.put_message(MessageExtBrokerInner(
+            topic, queue_id, body, h.flag, raw, tags_code, sys_flag, h.born_timestamp, born, conn.remote_port,
+            h.reconsume_times or 0, 0, index_keys))
+        response = self._response(req, result, queue_id)
         if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
             self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
         return response
