@@ -38,6 +38,11 @@ def write_config_file(path: Path, content: bytes) -> None:
         pass
 
 
+def write_config_files(jobs: list[tuple[Path, bytes]]) -> None:
+    for path, content in jobs:
+        write_config_file(path, content)
+
+
 def load_config_file(path: Path, parse: Callable[[bytes], T]) -> T | None:
     """Parse `path`, or its `.bak` if the file is missing, empty or unparsable; None if neither works."""
     for candidate in (path, path.with_name(path.name + ".bak")):

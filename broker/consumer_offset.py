@@ -32,13 +32,19 @@ class ConsumerOffsetManager:
         if wrapper is not None:
             self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items()}
 
+    def encode(self) -> bytes:
+        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).encode(pretty=True)
+
     def persist(self) -> None:
-        write_config_file(self.path, ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).encode(pretty=True))
+        write_config_file(self.path, self.encode())
         self._dirty = False
 
-    def persist_if_dirty(self) -> None:
-        if self._dirty:
-            self.persist()
+    def take_dirty(self) -> bytes | None:
+        """The file content if anything changed since the last call (for a write off the event loop)."""
+        if not self._dirty:
+            return None
+        self._dirty = False
+        return self.encode()
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 when the group has none for this queue."""

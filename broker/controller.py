@@ -17,6 +17,7 @@ from store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
 from .handlers.admin_broker import AdminBrokerProcessor
 from .handlers.client_manage import ClientManageProcessor
@@ -92,6 +93,7 @@ class BrokerController:
             self.vip_server.on_connection_lost.append(self._channel_closed)
         self.topic_config_manager.on_change.append(self.register_with_namesrv)
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Future[object]] = set()  # worker-thread writes under way
         self.started_at = 0.0
 
     # -- life cycle ---------------------------------------------------------------------------------
@@ -142,6 +144,7 @@ class BrokerController:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
         self.consumer_offset_manager.persist()
         self.store.stop()
@@ -178,12 +181,24 @@ class BrokerController:
         plan = self.store.plan_flush()
         if plan is None:
             return
-        await asyncio.get_running_loop().run_in_executor(None, execute_flush_plan, plan)
+        await self._in_worker(execute_flush_plan, plan)
         self.store.commit_flush_plan(plan)
 
-    def _persist_offsets(self) -> None:
-        self.consumer_offset_manager.persist_if_dirty()
-        self.schedule_service.persist()
+    async def _in_worker(self, fn: Callable[..., object], *args: object) -> None:
+        """Run blocking I/O in a worker thread; stop() waits for it (cancelling the caller does not stop it)."""
+        fut = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        self._background.add(fut)
+        fut.add_done_callback(self._background.discard)
+        await asyncio.shield(fut)
+
+    async def _persist_offsets(self) -> None:
+        """consumerOffset.json and delayOffset.json every 5 s: encoded here (a consistent snapshot), written and
+        fsynced in a worker thread so the event loop never waits on the disk."""
+        jobs = [(path, data) for path, data in (
+            (self.consumer_offset_manager.path, self.consumer_offset_manager.take_dirty()),
+            (self.schedule_service.path, self.schedule_service.take_changed())) if data is not None]
+        if jobs:
+            await self._in_worker(write_config_files, jobs)
 
     def _scan_channels(self) -> None:
         for conn in self.consumer_manager.scan_not_active_channels() + self.producer_manager.scan_not_active_channels():

@@ -55,6 +55,7 @@ class ScheduleMessageService:
         self.path = config_dir / "delayOffset.json"
         self.delays = parse_delay_levels(broker.config.message_delay_level)
         self.offsets: dict[int, int] = {}
+        self._last_taken = b""
         self._wakeups: dict[int, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -67,9 +68,19 @@ class ScheduleMessageService:
         if wrapper is not None:
             self.offsets = dict(wrapper.offset_table)
 
+    def encode(self) -> bytes:
+        return fastjson.dumps(DelayOffsetSerializeWrapper(offset_table=self.offsets), pretty=True).encode()
+
     def persist(self) -> None:
-        write_config_file(self.path, fastjson.dumps(DelayOffsetSerializeWrapper(offset_table=self.offsets),
-                                                    pretty=True).encode())
+        write_config_file(self.path, self.encode())
+
+    def take_changed(self) -> bytes | None:
+        """The file content if it differs from the last one taken (for a write off the event loop)."""
+        data = self.encode()
+        if data == self._last_taken:
+            return None
+        self._last_taken = data
+        return data
 
     def park(self, topic: str, queue_id: int, props: dict[str, str], level: int) -> tuple[str, int, int]:
         """Rewrite a message for the schedule topic: returns (topic, queue id, tagsCode = delivery time)."""

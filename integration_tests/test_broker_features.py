@@ -418,3 +418,20 @@ def test_a_client_that_stops_reading_pauses_its_connection_only(emulator):
             answers += 1
     stalled.close()
     assert answers == 64
+
+
+def test_consumer_offsets_reach_the_file_while_running(emulator_factory):
+    emu = emulator_factory(flush_consumer_offset_interval_ms=100)
+
+    async def commit():
+        async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            resp = await c.request(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+                "consumerGroup": "Periodic", "topic": "PT", "queueId": "3", "commitOffset": "42"}))
+            assert resp.code == ResponseCode.SUCCESS
+    asyncio.run(commit())
+    path = emu.store_dir / "config" / "consumerOffset.json"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (path.exists() and "PT@Periodic" in path.read_text()):
+        time.sleep(0.05)
+    text = path.read_text()
+    assert '"PT@Periodic":{3:42' in text.replace("\n", "").replace("\t", "")
