@@ -58,11 +58,14 @@ def shared_emulator(tmp_path_factory):
     root.setLevel(logging.NOTSET)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(REQUESTS, min_size=1, max_size=6))
-def test_arbitrary_requests_are_answered_and_the_broker_survives(shared_emulator, requests):
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(REQUESTS, min_size=1, max_size=6), st.sampled_from(["broker", "vip", "namesrv"]))
+def test_arbitrary_requests_are_answered_and_the_broker_survives(shared_emulator, requests, listener):
+    port = {"broker": shared_emulator.broker_port, "vip": shared_emulator.broker_port - 2,
+            "namesrv": shared_emulator.namesrv_port}[listener]
+
     async def scenario() -> None:
-        async with await RawClient.connect("127.0.0.1", shared_emulator.broker_port) as c:
+        async with await RawClient.connect("127.0.0.1", port) as c:
             pending = []
             for req in requests:
                 fut = c.send(req)
