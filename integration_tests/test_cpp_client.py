@@ -100,8 +100,6 @@ def test_broadcasting_two_instances_each_get_everything(emulator, cpp_home):
     consumers = [start_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "BG",
                                "--model", "broadcasting", "--instance-name", f"inst{i}", "--duration", "60"],
                               timeout=90, home=cpp_home / f"c{i}") for i in range(2)]
-    for i, c in enumerate(consumers):
-        (cpp_home / f"c{i}").mkdir(exist_ok=True)
     try:
         assert wait_until(lambda: held_pulls(emulator) >= 8, 30), "both consumers should hold a pull per queue"
         produce(emulator, cpp_home, 200, prefix="b-")
