@@ -33,6 +33,17 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     reconnect_backoff_max: float = 5.0  #: longest wait between two connection attempts to one address
 
+    @classmethod
+    def resolve(cls, config: ClientConfig | None, namesrv: str | None = None,
+                instance_name: str | None = None) -> ClientConfig:
+        """The config a producer/consumer uses: `config` (or the defaults) with the given overrides."""
+        config = config or cls()
+        if namesrv is not None:
+            config = config.with_(namesrv=namesrv)
+        if instance_name is not None:
+            config = config.with_(instance_name=instance_name)
+        return config
+
     def with_(self, **changes: object) -> ClientConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
 

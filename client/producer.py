@@ -89,12 +89,7 @@ class Producer(InstanceUser):
                  compress_over: int = 4096, compress_level: int = 5, max_message_size: int = 4 * 1024 * 1024,
                  config: ClientConfig | None = None) -> None:
         self.group = validate_name("producer group", group)
-        config = config or ClientConfig()
-        if namesrv is not None:
-            config = config.with_(namesrv=namesrv)
-        if instance_name is not None:
-            config = config.with_(instance_name=instance_name)
-        self.config = config
+        self.config = config = ClientConfig.resolve(config, namesrv, instance_name)
         self.client_id = build_client_id(config)
         self.send_timeout = send_timeout
         self.retry_times = max(0, retry_times)

@@ -33,12 +33,7 @@ class PullConsumer(InstanceUser):
     def __init__(self, group: str, *, namesrv: str | None = None, instance_name: str | None = None,
                  config: ClientConfig | None = None) -> None:
         self.group = validate_name("consumer group", group)
-        config = config or ClientConfig()
-        if namesrv is not None:
-            config = config.with_(namesrv=namesrv)
-        if instance_name is not None:
-            config = config.with_(instance_name=instance_name)
-        self.config = config
+        self.config = config = ClientConfig.resolve(config, namesrv, instance_name)
         self.client_id = build_client_id(config)
         self._instance: ClientInstance | None = None
         self._api: PullAPI | None = None

@@ -71,12 +71,7 @@ class PushConsumer(InstanceUser):
                  rebalance_listener: Any = None, config: ClientConfig | None = None,
                  settings: ConsumerSettings | None = None, **tuning: Any) -> None:
         self.group = validate_name("consumer group", group)
-        config = config or ClientConfig()
-        if namesrv is not None:
-            config = config.with_(namesrv=namesrv)
-        if instance_name is not None:
-            config = config.with_(instance_name=instance_name)
-        self.config = config
+        self.config = config = ClientConfig.resolve(config, namesrv, instance_name)
         self.message_model = _MODELS.get(message_model.lower(), None) if isinstance(message_model, str) \
             else MessageModel(message_model)
         if self.message_model is None:

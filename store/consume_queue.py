@@ -248,27 +248,29 @@ class ConsumeQueue:
         self.dirty = False
 
     # -- read ----------------------------------------------------------------------------------------
-    def get_unit(self, index: int) -> tuple[int, int, int] | None:
+    def _locate(self, index: int) -> tuple[MappedFile, int] | None:
+        """(segment, position) of logical offset `index`, None below the min offset or outside any segment."""
         offset = index * CQ_STORE_UNIT_SIZE
         if offset < self.min_logic_offset:
             return None
         mf = self.queue.find_mapped_file_by_offset(offset)
-        if mf is None:
+        return None if mf is None else (mf, offset - mf.file_from_offset)
+
+    def get_unit(self, index: int) -> tuple[int, int, int] | None:
+        found = self._locate(index)
+        if found is None:
             return None
-        pos = offset - mf.file_from_offset
+        mf, pos = found
         if pos + CQ_STORE_UNIT_SIZE > mf.wrote_position:
             return None
         return _UNIT.unpack_from(mf.mm, pos)
 
     def index_buffer(self, index: int) -> tuple[MappedFile, int, int] | None:
         """(segment, start position, end of written part) of the units from `index` to the segment's end."""
-        offset = index * CQ_STORE_UNIT_SIZE
-        if offset < self.min_logic_offset:
+        found = self._locate(index)
+        if found is None:
             return None
-        mf = self.queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return None
-        pos = offset - mf.file_from_offset
+        mf, pos = found
         if pos >= mf.wrote_position:
             return None
         return mf, pos, mf.wrote_position

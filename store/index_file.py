@@ -118,20 +118,6 @@ class IndexFile(BlockReserving):
         self.write_header()
         self.mm.flush()
 
-    def close(self) -> None:
-        try:
-            self.mm.close()
-        except (BufferError, ValueError):
-            pass
-        self._close_descriptor()
-
-    def destroy(self) -> None:
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
 
 class IndexService:
     def __init__(self, index_dir: str, slot_num: int, index_num: int, preallocate: bool = False, clock=None) -> None:

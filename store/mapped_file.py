@@ -68,10 +68,13 @@ def create_full_size(path: str, size: int, preallocate: bool) -> int:
 
 
 class BlockReserving:
-    """Disk blocks reserved in chunks just ahead of the writes of a sparse mapped file (module docstring).
-    Users have `fd` (-1 when nothing is reserved), `allocated` and `file_size`."""
+    """A sparse mapped file: disk blocks reserved in chunks just ahead of the writes (module docstring), and
+    closing/deleting it. Users have `path`, `mm`, `fd` (-1 when nothing is reserved), `allocated` and
+    `file_size`."""
 
     __slots__ = ()
+    path: str
+    mm: mmap.mmap
     fd: int
     allocated: int
     file_size: int
@@ -87,6 +90,20 @@ class BlockReserving:
             return False
         self.allocated = new
         return True
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+        except (BufferError, ValueError):
+            pass
+        self._close_descriptor()
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
     def _close_descriptor(self) -> None:
         if self.fd >= 0:
@@ -216,20 +233,6 @@ class MappedFile(BlockReserving):
             start = pos - pos % _PAGE
             mm.flush(start, self.file_size - start)
         return rewritten
-
-    def close(self) -> None:
-        try:
-            self.mm.close()
-        except (BufferError, ValueError):
-            pass
-        self._close_descriptor()
-
-    def destroy(self) -> None:
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
     def __repr__(self) -> str:
         return f"<MappedFile {os.path.basename(self.path)} wrote={self.wrote_position}/{self.file_size}>"
