@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.broker_bench [--seconds 3] [--rss-messages 1000000]
 
-The broker runs in its own process (`python -m broker serve --ephemeral`); this process is the load
+The broker runs in its own process (`python -m rocketmq_emulator.broker serve --ephemeral`); this process is the load
 generator: pipelined requests built with `protocol/`, a fixed window in flight per connection. The raw ceiling
 is a minimal uvloop server (in its own process too) that only splits frames by their length word and acks
 each one; the same generator drives it, and every broker figure is printed with its ratio to the ceiling.
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import uvloop
 
-from protocol import RemotingCommand, RequestCode, encode_command_bytes
-from protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from protocol.message import BatchItem, encode_batch, encode_properties
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
+from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
 
 ROOT = Path(__file__).resolve().parents[1]
 _LEN = struct.Struct(">i")
@@ -189,7 +189,7 @@ def wait_port(port: int, deadline: float) -> bool:
 
 def start_broker(ns_port: int, port: int) -> tuple[subprocess.Popen, float]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--ephemeral", "--namesrv-port", str(ns_port),
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral", "--namesrv-port", str(ns_port),
                              "--broker-port", str(port), "--log-level", "WARNING"], cwd=ROOT)
     if not wait_port(port, t0 + 20):
         proc.kill()

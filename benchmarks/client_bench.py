@@ -5,7 +5,7 @@ workload on the same broker, in the same run.
     .venv/bin/python benchmarks/client_bench.py --quick         # 5,000
     .venv/bin/python benchmarks/client_bench.py --loop uvloop   # this client on uvloop instead of asyncio
 
-The emulator runs in its own process (`python -m broker serve`, store in a temporary directory, in /dev/shm
+The emulator runs in its own process (`python -m rocketmq_emulator.broker serve`, store in a temporary directory, in /dev/shm
 when there is one), so neither client shares the GIL with it. Cases, each with 100-byte bodies, a tag and a key:
 
 * produce, single: one synchronous send after the other (send_sync / `await send`);
@@ -106,7 +106,7 @@ def run_cpp(case: str, namesrv: str, topic: str, args: argparse.Namespace, home:
 # this client
 # --------------------------------------------------------------------------------------------------
 async def py_produce(namesrv: str, topic: str, n: int, batch: int) -> float:
-    from client import Message, Producer
+    from rocketmq_emulator.client import Message, Producer
     async with Producer("py_bench_producer", namesrv=namesrv) as p:
         await p.send(topic, BODY, tags="TagBench", keys="k-1")  # warm-up: route, connection
         t0 = time.perf_counter()
@@ -121,7 +121,7 @@ async def py_produce(namesrv: str, topic: str, n: int, batch: int) -> float:
 
 
 async def py_consume(namesrv: str, topic: str, n: int) -> tuple[float, float]:
-    from client import FIRST_OFFSET, PushConsumer
+    from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer
     state = {"n": 0, "first": 0.0, "last": 0.0}
     done = asyncio.Event()
     consumer = PushConsumer("py_bench_consumer", namesrv=namesrv, consume_from=FIRST_OFFSET)
@@ -151,7 +151,7 @@ def free_port() -> int:
 
 def start_emulator(store_dir: str) -> tuple[subprocess.Popen, str]:
     namesrv_port, broker_port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--store-dir", store_dir, "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--store-dir", store_dir, "--host", "127.0.0.1",
                              "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),
                              "--log-level", "WARNING"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -169,7 +169,7 @@ def start_emulator(store_dir: str) -> tuple[subprocess.Popen, str]:
 
 
 async def create_topics(namesrv: str, topics: list[str]) -> None:
-    from client import Admin
+    from rocketmq_emulator.client import Admin
     async with Admin(namesrv) as admin:
         for t in topics:
             await admin.create_topic(t, 4, 4)

@@ -9,9 +9,9 @@ import argparse
 import time
 from typing import Callable
 
-from protocol import FrameDecoder, RemotingCommand, SerializeType, encode_command, encode_command_bytes
-from protocol.headers import SendMessageRequestHeader, decode_send_header
-from protocol.message import MessageExt, decode_messages, encode_properties
+from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, SerializeType, encode_command, encode_command_bytes
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header
+from rocketmq_emulator.protocol.message import MessageExt, decode_messages, encode_properties
 
 
 def send_v2_request(stype: SerializeType) -> RemotingCommand:

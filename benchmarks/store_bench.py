@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store import MessageExtBrokerInner, MessageStore, MessageStoreConfig  # noqa: E402
-from protocol.message import encode_properties, tag_hash_code  # noqa: E402
+from rocketmq_emulator.store import MessageExtBrokerInner, MessageStore, MessageStoreConfig  # noqa: E402
+from rocketmq_emulator.protocol.message import encode_properties, tag_hash_code  # noqa: E402
 
 POOL = 4096
 TOPIC = "BenchTopic"

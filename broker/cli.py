@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in CLIENT_COMMANDS:
         # The client's CLI lives in client/, which the broker package must not import: hand over the process.
-        os.execv(sys.executable, [sys.executable, "-m", "client", *argv])
+        os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.client", *argv])
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         config = config_from_args(args)

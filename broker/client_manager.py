@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from protocol import RemotingCommand, RequestCode
-from protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 
 from .remoting import RemotingConnection
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 
 from .config_file import load_config_file, write_config_file
 

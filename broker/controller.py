@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from protocol import RequestCode
-from protocol.message import pack_host
-from store.config import FlushDiskType, MessageStoreConfig
-from store.message_store import MessageStore, execute_flush_plan
+from rocketmq_emulator.protocol import RequestCode
+from rocketmq_emulator.protocol.message import pack_host
+from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 LOCK_MAX_LIVE_TIME_S = 60.0
 

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Callable
 
-from protocol import RemotingCommand
+from rocketmq_emulator.protocol import RemotingCommand
 
 from .remoting import RemotingConnection
 

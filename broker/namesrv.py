@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from protocol.bodies import Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList, TopicRouteData
-from protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_emulator.protocol.bodies import Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList, TopicRouteData
+from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader, DeleteTopicFromNamesrvRequestHeader,
                               GetKVListByNamespaceRequestHeader, GetRouteInfoRequestHeader,
                               GetTopicsByClusterRequestHeader, KVConfigRequestHeader, PutKVConfigRequestHeader,
                               RegisterBrokerRequestHeader)

@@ -15,8 +15,8 @@ import socket
 import time
 from typing import Any, Awaitable, Callable, Iterable
 
-from protocol import BrokerError, FrameDecoder, ProtocolError, RemotingCommand, ResponseCode, encode_command
-from protocol.codes import request_code_name
+from rocketmq_emulator.protocol import BrokerError, FrameDecoder, ProtocolError, RemotingCommand, ResponseCode, encode_command
+from rocketmq_emulator.protocol.codes import request_code_name
 
 log = logging.getLogger("rocketmq_emulator.remoting")
 

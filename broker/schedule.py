@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from protocol import fastjson
-from protocol.bodies import Body
-from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
+from rocketmq_emulator.protocol import fastjson
+from rocketmq_emulator.protocol.bodies import Body
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
                               MessageExt, encode_properties, pack_host, tag_hash_code)
-from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
-from store.results import GetMessageStatus, PutMessageStatus
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from rocketmq_emulator.store.results import GetMessageStatus, PutMessageStatus
 
 from .config_file import load_config_file, write_config_file
 from .topic_config import SCHEDULE_TOPIC

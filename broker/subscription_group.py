@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.admin_bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketmq_emulator.protocol.admin_bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 from .config_file import load_config_file, write_config_file
 

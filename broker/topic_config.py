@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from protocol import BrokerError, ResponseCode
-from protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketmq_emulator.protocol import BrokerError, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 
 from .config_file import load_config_file, write_config_file
 

@@ -5,7 +5,7 @@
         result = await producer.send("TopicTest", b"hello", tags="TagA", keys="order-1")
 """
 
-from protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 from .admin import Admin
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle

@@ -1,4 +1,4 @@
-"""`python -m client admin|produce|consume ...` (see `client.cli`)."""
+"""`python -m rocketmq_emulator.client admin|produce|consume ...` (see `rocketmq_emulator.client.cli`)."""
 
 import sys
 

@@ -8,14 +8,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import RequestCode, ResponseCode
-from protocol.admin_bodies import ConsumeStats, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable
-from protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
-from protocol.errors import ProtocolError
-from protocol.headers import (CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+from rocketmq_emulator.protocol import RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable
+from rocketmq_emulator.protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
                               GetConsumeStatsRequestHeader, QueryMessageRequestHeader, ResetOffsetRequestHeader,
                               TopicRequestHeader, ViewMessageRequestHeader)
-from protocol.message import decode_message_id
+from rocketmq_emulator.protocol.message import decode_message_id
 
 from .lifecycle import InstanceUser
 from . import route as routing

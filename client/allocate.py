@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 
 class AllocateStrategy(Protocol):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from protocol import RemotingCommand, RequestCode, ResponseCode
-from protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody,
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody,
                              MessageQueue, UnlockBatchRequestBody)
-from protocol.headers import (ConsumerSendMsgBackRequestHeader, QueryConsumerOffsetRequestHeader,
+from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader, QueryConsumerOffsetRequestHeader,
                               QueueRequestHeader, SearchOffsetRequestHeader, UnregisterClientRequestHeader,
                               UpdateConsumerOffsetRequestHeader)
 

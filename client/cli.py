@@ -1,4 +1,4 @@
-"""`python -m client` (also `rocketmq-emulator admin|produce|consume`):
+"""`python -m rocketmq_emulator.client` (also `rocketmq-emulator admin|produce|consume`):
 
     admin <command> ...     mqadmin's commands and flags (updateTopic, topicStatus, consumerProgress, ...)
     produce -t TOPIC ...    send lines of stdin (or --message / --count) as messages

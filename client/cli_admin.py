@@ -8,7 +8,7 @@ import datetime as _dt
 import re
 from typing import Any, Awaitable, Callable
 
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 from .admin import Admin
 from .message import ReceivedMessage

@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from protocol.bodies import MessageModel, MessageQueue
+from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
 
 from .consume_service import ConsumeResult, ConsumeStats, send_message_back
 from .errors import ClientStateError

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from protocol.bodies import MessageModel
+from rocketmq_emulator.protocol.bodies import MessageModel
 
 from .consume_service import ConsumeResult, ConsumeStats, Handler, call_handler, send_message_back
 from .message import ReceivedMessage

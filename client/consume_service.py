@@ -18,9 +18,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from protocol import RequestCode, ResponseCode
-from protocol.bodies import MessageModel
-from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES, PROPERTY_ORIGIN_MESSAGE_ID,
+from rocketmq_emulator.protocol import RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import MessageModel
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES, PROPERTY_ORIGIN_MESSAGE_ID,
                               PROPERTY_RECONSUME_TIME, PROPERTY_RETRY_TOPIC, encode_properties)
 
 from .errors import ClientError

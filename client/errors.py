@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from protocol.codes import ResponseCode
-from protocol.errors import BrokerError, RocketMQError
+from rocketmq_emulator.protocol.codes import ResponseCode
+from rocketmq_emulator.protocol.errors import BrokerError, RocketMQError
 
 __all__ = ["ClientError", "NoRouteError", "BrokerUnreachableError", "RequestTimeoutError", "BrokerResponseError",
            "ConsumerNotOnlineError", "ClientStateError", "InvalidArgumentError", "RETRIABLE_SEND_CODES"]

@@ -14,9 +14,9 @@ import random
 import time
 from typing import Any, Awaitable, Callable, Protocol
 
-from protocol import RemotingCommand, RequestCode, ResponseCode
-from protocol.bodies import (ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData)
-from protocol.headers import GetRouteInfoRequestHeader
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import (ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData)
+from rocketmq_emulator.protocol.headers import GetRouteInfoRequestHeader
 
 from . import route as routing
 from .api import BrokerAPI, request

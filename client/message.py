@@ -12,10 +12,10 @@ import time
 import zlib
 from typing import Any, Iterable, Mapping
 
-from protocol.bodies import MessageQueue
-from protocol.codes import MessageSysFlag
-from protocol.errors import ProtocolError
-from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC, PROPERTY_TAGS,
+from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.codes import MessageSysFlag
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC, PROPERTY_TAGS,
                               PROPERTY_WAIT_STORE_MSG_OK, MessageExt, pack_host)
 
 from .errors import InvalidArgumentError

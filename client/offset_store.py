@@ -21,9 +21,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from protocol.admin_bodies import OffsetSerializeWrapper
-from protocol.bodies import MessageQueue
-from protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
+from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.errors import ProtocolError
 
 from .errors import BrokerResponseError, ClientError
 

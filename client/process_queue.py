@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 from .message import ReceivedMessage
 

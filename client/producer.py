@@ -17,10 +17,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from protocol import RequestCode, ResponseCode
-from protocol.bodies import MessageQueue
-from protocol.codes import MessageSysFlag
-from protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
+from rocketmq_emulator.protocol import RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.codes import MessageSysFlag
+from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
                               java_string_hash)
 
 from .lifecycle import InstanceUser

@@ -7,8 +7,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from protocol import PullSysFlag, RequestCode, ResponseCode
-from protocol.bodies import MessageQueue, SubscriptionData
+from rocketmq_emulator.protocol import PullSysFlag, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import MessageQueue, SubscriptionData
 
 from .errors import NoRouteError, response_error
 from .instance import ClientInstance, request

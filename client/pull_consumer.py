@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 
-from protocol import RemotingCommand, RequestCode, ResponseCode
-from protocol.admin_bodies import GetConsumerStatusBody
-from protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, MessageQueue
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, MessageQueue
 
 from .lifecycle import InstanceUser
 from . import route as routing

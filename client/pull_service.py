@@ -13,8 +13,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from protocol import ResponseCode
-from protocol.bodies import MessageModel
+from rocketmq_emulator.protocol import ResponseCode
+from rocketmq_emulator.protocol.bodies import MessageModel
 
 from .errors import BrokerResponseError, BrokerUnreachableError, ClientError, NoRouteError
 from .pull_api import PullStatus

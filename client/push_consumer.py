@@ -21,8 +21,8 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from protocol import RemotingCommand
-from protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
+from rocketmq_emulator.protocol import RemotingCommand
+from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
                              MessageQueue, SubscriptionData)
 
 from .lifecycle import InstanceUser

@@ -17,7 +17,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 from . import route as routing
 from .errors import ClientError

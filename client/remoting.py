@@ -14,8 +14,8 @@ import socket
 import time
 from typing import Awaitable, Callable
 
-from protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_command
-from protocol.codes import request_code_name
+from rocketmq_emulator.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_command
+from rocketmq_emulator.protocol.codes import request_code_name
 
 from .errors import BrokerUnreachableError, RequestTimeoutError
 

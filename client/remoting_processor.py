@@ -17,11 +17,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
-from protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
-from protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
-from protocol.errors import ProtocolError
-from protocol.headers import (ConsumeMessageDirectlyResultRequestHeader, GetConsumerStatusRequestHeader,
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
+from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.headers import (ConsumeMessageDirectlyResultRequestHeader, GetConsumerStatusRequestHeader,
                               ResetOffsetRequestHeader)
 
 from . import route as routing

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from protocol.bodies import MessageQueue, TopicRouteData
-from protocol.codes import PermName
+from rocketmq_emulator.protocol.bodies import MessageQueue, TopicRouteData
+from rocketmq_emulator.protocol.codes import PermName
 
 MASTER_ID = 0
 AUTO_CREATE_TOPIC_KEY = "TBW102"

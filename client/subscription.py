@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from protocol.bodies import SubscriptionData
-from protocol.message import java_string_hash
+from rocketmq_emulator.protocol.bodies import SubscriptionData
+from rocketmq_emulator.protocol.message import java_string_hash
 
 from .errors import InvalidArgumentError
 

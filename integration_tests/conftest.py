@@ -13,8 +13,8 @@ from typing import Any, Callable, Coroutine, TypeVar
 import pytest
 import uvloop
 
-from broker.config import BrokerConfig
-from broker.emulator import Emulator
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.emulator import Emulator
 
 T = TypeVar("T")
 

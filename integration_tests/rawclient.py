@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from protocol import FrameDecoder, RemotingCommand, encode_command
+from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, encode_command
 
 
 class RawClient(asyncio.Protocol):

@@ -6,19 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 
-from broker.cli import build_parser, config_from_args
-from broker.emulator import Emulator, second_broker
-from broker.remoting import MAX_IN_FLIGHT
+from rocketmq_emulator.broker.cli import build_parser, config_from_args
+from rocketmq_emulator.broker.emulator import Emulator, second_broker
+from rocketmq_emulator.broker.remoting import MAX_IN_FLIGHT
 from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import pull_request, send_request
-from protocol import RemotingCommand, RequestCode, ResponseCode, encode_command, encode_command_bytes
-from protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
-from protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, encode_command, encode_command_bytes
+from rocketmq_emulator.protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
+from rocketmq_emulator.protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
                              LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
                              TopicRouteData)
-from protocol.message import decode_messages, decode_message_id
+from rocketmq_emulator.protocol.message import decode_messages, decode_message_id
 
 
 def heartbeat(client_id: str, group: str, topic: str = "HB") -> RemotingCommand:
@@ -228,7 +228,7 @@ def test_advertised_address_in_routes_and_message_ids(emulator_factory):
 
 
 def test_two_brokers_behind_one_name_server(tmp_path):
-    from broker.config import BrokerConfig
+    from rocketmq_emulator.broker.config import BrokerConfig
     cfg = BrokerConfig(namesrv_port=free_port(), broker_port=free_broker_port(), store_dir=str(tmp_path / "a"),
                        mapped_file_size_commitlog=1 << 24)
     other = second_broker(cfg)
@@ -333,7 +333,7 @@ def test_broker_initiated_request_gets_the_clients_response(emulator):
 
 
 def test_broker_runtime_info(emulator):
-    from protocol.bodies import KVTable
+    from rocketmq_emulator.protocol.bodies import KVTable
 
     async def scenario():
         async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:

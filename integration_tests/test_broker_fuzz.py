@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from integration_tests.conftest import EmulatorThread
 from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import send_request
-from protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 
 CODES = [int(c) for c in RequestCode] + [0, -1, 99999]
 FIELDS = ["topic", "consumerGroup", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",

@@ -16,10 +16,10 @@ from pathlib import Path
 from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient
-from protocol import RemotingCommand, RequestCode, ResponseCode
-from protocol.bodies import ClusterInfo, TopicRouteData
-from protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from protocol.message import decode_messages, encode_properties
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import ClusterInfo, TopicRouteData
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
+from rocketmq_emulator.protocol.message import decode_messages, encode_properties
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,7 +159,7 @@ def test_bad_input_then_the_cpp_client_still_works(emulator, cpp_home):
 def test_serve_process_ready_line_and_sigterm(tmp_path):
     ns_port, broker_port = free_port(), free_broker_port()
     env = {**os.environ, "ROCKETMQ_EMULATOR_BROKER_PORT": str(broker_port)}
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--namesrv-port", str(ns_port),
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--namesrv-port", str(ns_port),
                              "--store-dir", str(tmp_path / "store")], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client import BROADCASTING, Admin, Producer, PushConsumer
-from protocol import RemotingCommand, RequestCode
-from protocol.admin_bodies import OffsetSerializeWrapper, ResetOffsetBody
-from protocol.bodies import MessageQueue
-from protocol.headers import ResetOffsetRequestHeader
+from rocketmq_emulator.client import BROADCASTING, Admin, Producer, PushConsumer
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper, ResetOffsetBody
+from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.headers import ResetOffsetRequestHeader
 from tests.client.helpers import held_pulls, wait_for
 
 TOPIC = "BcTopic"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from client import FIRST_OFFSET, Admin, Message, Producer, PushConsumer
+from rocketmq_emulator.client import FIRST_OFFSET, Admin, Message, Producer, PushConsumer
 from tests.client.helpers import wait_for
 
 TOPIC = "BigTopic"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from client import FIRST_OFFSET, Admin, Producer, PushConsumer
+from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
 from integration_tests.cppclient import run_driver, start_driver
 from tests.client.helpers import held_pulls, wait_for
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from client import (Admin, BrokerResponseError, BrokerUnreachableError, ClientStateError, ConsumerNotOnlineError,
+from rocketmq_emulator.client import (Admin, BrokerResponseError, BrokerUnreachableError, ClientStateError, ConsumerNotOnlineError,
                     InvalidArgumentError, NoRouteError, Producer, PushConsumer, RequestTimeoutError)
 from integration_tests.conftest import free_port
-from protocol import ResponseCode
+from rocketmq_emulator.protocol import ResponseCode
 from tests.client.helpers import wait_for
 
 

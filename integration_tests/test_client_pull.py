@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from client import Admin, Producer, PullConsumer, PullStatus
+from rocketmq_emulator.client import Admin, Producer, PullConsumer, PullStatus
 
 
 async def test_seek_by_timestamp_then_pull_min_to_max(emulator):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PullConsumer, PushConsumer
+from rocketmq_emulator.client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PullConsumer, PushConsumer
 from tests.client.helpers import DELAY_1S, wait_for
 
 TOPIC = "RetryTopic"

@@ -4,11 +4,11 @@ CONSUME_MESSAGE_DIRECTLY, sent here through the broker's connection object exact
 
 from __future__ import annotations
 
-from client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PushConsumer, RebalanceListener
-from protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
-from protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
-from protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
-from protocol.headers import ResetOffsetRequestHeader
+from rocketmq_emulator.client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PushConsumer, RebalanceListener
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
+from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
+from rocketmq_emulator.protocol.headers import ResetOffsetRequestHeader
 from tests.client.helpers import held_pulls, wait_for
 
 TOPIC = "SrvTopic"

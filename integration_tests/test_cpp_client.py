@@ -8,7 +8,7 @@ from pathlib import Path
 
 from integration_tests.conftest import EmulatorThread
 from integration_tests.cppclient import run_driver, start_driver
-from protocol.message import MessageExt
+from rocketmq_emulator.protocol.message import MessageExt
 
 TOPIC = "TopicTest"
 

@@ -18,8 +18,8 @@ import struct
 import zlib
 from typing import Iterator, Sequence
 
-from protocol.codes import MessageSysFlag
-from protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, POS_SYS_FLAG
+from rocketmq_emulator.protocol.codes import MessageSysFlag
+from rocketmq_emulator.protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, POS_SYS_FLAG
 
 from .config import FlushDiskType, MessageStoreConfig
 from .mapped_file import MappedFileQueue

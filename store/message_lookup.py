@@ -17,8 +17,8 @@ Rules kept from RocketMQ 4.9.x ``DefaultMessageStore.getMessage``:
 
 from __future__ import annotations
 
-from protocol.errors import ProtocolError
-from protocol.message import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MessageExt
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.message import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MessageExt
 
 from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
 from .results import GetMessageResult, GetMessageStatus, QueryMessageResult

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Callable, Iterable, Sequence
 
-from protocol.message import pack_host
+from rocketmq_emulator.protocol.message import pack_host
 
 from . import recovery as _recovery
 from . import retention as _retention

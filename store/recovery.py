@@ -24,8 +24,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from protocol.errors import ProtocolError
-from protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties, tag_hash_code
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties, tag_hash_code
 
 from .message_ext_broker_inner import keys_of
 

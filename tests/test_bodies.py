@@ -7,19 +7,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import fastjson
-from protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, DataVersion, GetConsumerStatusBody,
+from rocketmq_emulator.protocol import fastjson
+from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, DataVersion, GetConsumerStatusBody,
                                    OffsetSerializeWrapper, OffsetWrapper, ResetOffsetBody, SubscriptionGroupConfig,
                                    SubscriptionGroupWrapper, TopicConfig, TopicConfigSerializeWrapper,
                                    TopicFilterType, TopicOffset, TopicStatsTable)
-from protocol.bodies import (BrokerData, CheckClientRequestBody, ClusterInfo, CMResult, Connection,
+from rocketmq_emulator.protocol.bodies import (BrokerData, CheckClientRequestBody, ClusterInfo, CMResult, Connection,
                              ConsumeFromWhere, ConsumeMessageDirectlyResult, ConsumerConnection, ConsumerData,
                              ConsumeType, GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, KVTable,
                              LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue,
                              OffsetMovedEvent, ProducerConnection, ProducerData, QueueData, SubscriptionData,
                              TopicList, TopicRouteData, UnlockBatchRequestBody)
-from protocol.codes import LanguageCode
-from protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.codes import LanguageCode
+from rocketmq_emulator.protocol.errors import ProtocolError
 
 MQ_A0 = MessageQueue("T", "broker-a", 0)
 MQ_A1 = MessageQueue("T", "broker-a", 1)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import fastjson
-from protocol.bodies import MessageQueue
-from protocol.errors import ProtocolError
+from rocketmq_emulator.protocol import fastjson
+from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.errors import ProtocolError
 
 
 class Color(IntEnum):

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.codes import LanguageCode, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.frame import FrameDecoder, encode_command_bytes
+from rocketmq_emulator.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.command import RemotingCommand
+from rocketmq_emulator.protocol.frame import FrameDecoder, encode_command_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "integration_tests"))

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import ProtocolError
-from protocol import headers as H
-from protocol.frame import decode_frames
+from rocketmq_emulator.protocol import ProtocolError
+from rocketmq_emulator.protocol import headers as H
+from rocketmq_emulator.protocol.frame import decode_frames
 from tests.test_frame import CPP_SEND_BODY, CPP_SEND_HEADER, raw_frame
 
 ALL_HEADERS = sorted({obj for _, obj in inspect.getmembers(H, inspect.isclass)

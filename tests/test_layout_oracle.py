@@ -8,10 +8,10 @@ import construct as c
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import RemotingCommand, SerializeType, encode_command_bytes
-from protocol.message import (MESSAGE_MAGIC_CODE, BatchItem, MessageExt, encode_batch, encode_properties,
+from rocketmq_emulator.protocol import RemotingCommand, SerializeType, encode_command_bytes
+from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, BatchItem, MessageExt, encode_batch, encode_properties,
                               pack_host)
-from store.consume_queue import _UNIT
+from rocketmq_emulator.store.consume_queue import _UNIT
 
 Frame = c.Struct(
     "total_length" / c.Int32sb,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import MessageSysFlag, ProtocolError
-from protocol.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BatchItem, MessageExt, body_crc,
+from rocketmq_emulator.protocol import MessageSysFlag, ProtocolError
+from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BatchItem, MessageExt, body_crc,
                               create_message_id, decode_batch, decode_message_id, decode_messages,
                               decode_properties, encode_batch, encode_properties, java_string_hash,
                               record_size, store_timestamp_position, tag_hash_code)
@@ -177,13 +177,13 @@ def test_fuzz_record_and_batch_decoders(data):
 @given(props, st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "A"]), st.booleans())
 def test_get_property_agrees_with_full_parse(p, name, trailing):
     raw = encode_properties(p, trailing_separator=trailing).encode()
-    from protocol.message import get_property
+    from rocketmq_emulator.protocol.message import get_property
     if sum(1 for k in p if k == name) <= 1:
         assert get_property(raw, name.encode()) == decode_properties(raw).get(name)
 
 
 def test_get_property_ignores_matches_inside_values():
-    from protocol.message import get_property
+    from rocketmq_emulator.protocol.message import get_property
     raw = b"X\x01aTAGS\x01no\x02TAGS\x01yes"
     assert get_property(raw, b"TAGS") == "yes"
 
@@ -191,14 +191,14 @@ def test_get_property_ignores_matches_inside_values():
 @given(st.lists(st.builds(BatchItem, st.binary(max_size=50), props, st.integers(-(2 ** 31), 2 ** 31 - 1)),
                 min_size=1, max_size=8))
 def test_iter_batch_matches_decode_batch(items):
-    from protocol.message import iter_batch
+    from rocketmq_emulator.protocol.message import iter_batch
     body = encode_batch(items)
     assert [(f, b, p) for f, b, p in iter_batch(body)] == [(i.flag, i.body, i.properties_raw) for i in items]
 
 
 @given(st.binary(max_size=300))
 def test_fuzz_iter_batch(data):
-    from protocol.message import iter_batch
+    from rocketmq_emulator.protocol.message import iter_batch
     try:
         list(iter_batch(data))
     except ProtocolError:
@@ -206,7 +206,7 @@ def test_fuzz_iter_batch(data):
 
 
 def test_remove_property():
-    from protocol.message import remove_property
+    from rocketmq_emulator.protocol.message import remove_property
     assert remove_property(b"A\x01a\x02WAIT\x01true\x02B\x01b", b"WAIT") == b"A\x01a\x02B\x01b"
     assert remove_property(b"WAIT\x01true\x02B\x01b\x02", b"WAIT") == b"B\x01b"
     assert remove_property(b"A\x01a\x02WAIT\x01true\x02", b"WAIT") == b"A\x01a"
@@ -215,7 +215,7 @@ def test_remove_property():
 
 @given(props, st.booleans())
 def test_remove_property_agrees_with_full_parse(p, trailing):
-    from protocol.message import remove_property
+    from rocketmq_emulator.protocol.message import remove_property
     raw = encode_properties(p, trailing_separator=trailing).encode()
     expected = {k: v for k, v in p.items() if k != "WAIT"}
     assert decode_properties(remove_property(raw, b"WAIT")) == expected

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from protocol.admin_bodies import (ConsumeStats, OffsetWrapper, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, OffsetWrapper, SubscriptionGroupConfig, SubscriptionGroupWrapper,
                                    TopicConfig, TopicFilterType, TopicOffset, TopicStatsTable)
-from protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
-from protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
+from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
+from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                               GetConsumeStatsRequestHeader, TopicRequestHeader)
 
 from ..remoting import DispatchTable, RemotingConnection
@@ -134,7 +134,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.response_to(req, body=GroupList(group_list=sorted(groups)).encode())
 
     def get_all_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        from protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+        from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
         return RemotingCommand.response_to(req, body=ConsumerOffsetSerializeWrapper(
             offset_table=self.broker.consumer_offset_manager.offset_table).encode(pretty=False))
 

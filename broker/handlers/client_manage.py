@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from protocol.bodies import (CheckClientRequestBody, Connection, ConsumerConnection,
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, Connection, ConsumerConnection,
                              GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
                              LockBatchResponseBody, ProducerConnection, UnlockBatchRequestBody)
-from protocol.codes import LANGUAGE_BY_NAME, LanguageCode
-from protocol.headers import GetProducerConnectionListRequestHeader, GroupRequestHeader, UnregisterClientRequestHeader
+from rocketmq_emulator.protocol.codes import LANGUAGE_BY_NAME, LanguageCode
+from rocketmq_emulator.protocol.headers import GetProducerConnectionListRequestHeader, GroupRequestHeader, UnregisterClientRequestHeader
 
 from ..client_manager import ClientChannelInfo
 from ..remoting import DispatchTable, RemotingConnection

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol import RemotingCommand, RequestCode, ResponseCode
-from protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
                               UpdateConsumerOffsetRequestHeader)
 
 from ..remoting import DispatchTable, RemotingConnection

@@ -6,12 +6,12 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from protocol.headers import ConsumerSendMsgBackRequestHeader
-from protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.headers import ConsumerSendMsgBackRequestHeader
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
                               PROPERTY_TAGS, encode_properties, pack_host, tag_hash_code)
-from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
-from store.results import PutMessageStatus
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from rocketmq_emulator.store.results import PutMessageStatus
 
 from ..remoting import DispatchTable, RemotingConnection
 from ..topic_config import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX

@@ -7,12 +7,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
-from protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
-from protocol.headers import PullMessageRequestHeader
-from protocol.message import java_string_hash
-from store.message_ext_broker_inner import MessageExtBrokerInner
-from store.results import GetMessageStatus
+from rocketmq_emulator.protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader
+from rocketmq_emulator.protocol.message import java_string_hash
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..long_polling import PullRequest
 from ..remoting import DispatchTable, RemotingConnection

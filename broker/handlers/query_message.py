@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from protocol.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
 
 from ..remoting import DispatchTable, RemotingConnection
 

@@ -11,20 +11,20 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
-from protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
-from protocol.headers import SendMessageRequestHeader, decode_send_header
-from protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
+from rocketmq_emulator.protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header
+from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
                               PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
                               iter_batch, pack_host, remove_property, tag_hash_code)
-from store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
-from store.results import PutMessageResult, PutMessageStatus
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from rocketmq_emulator.store.results import PutMessageResult, PutMessageStatus
 
 from ..remoting import DispatchTable, RemotingConnection
 from ..topic_config import (DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_topic)
 
 if TYPE_CHECKING:
-    from protocol.admin_bodies import TopicConfig
+    from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 
     from ..controller import BrokerController
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle, strategy
-from client.errors import InvalidArgumentError
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle, strategy
+from rocketmq_emulator.client.errors import InvalidArgumentError
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 MQS = [MessageQueue("T", "broker-a", i) for i in range(8)]
 

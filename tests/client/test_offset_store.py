@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from client.errors import BrokerResponseError, BrokerUnreachableError
-from client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
-from protocol.admin_bodies import OffsetSerializeWrapper
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.client.errors import BrokerResponseError, BrokerUnreachableError
+from rocketmq_emulator.client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 

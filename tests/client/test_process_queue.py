@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from client.message import ReceivedMessage
-from client.process_queue import ProcessQueue
-from protocol.bodies import MessageQueue
+from rocketmq_emulator.client.message import ReceivedMessage
+from rocketmq_emulator.client.process_queue import ProcessQueue
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
 MQ = MessageQueue("T", "broker-a", 0)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from client.errors import BrokerResponseError, BrokerUnreachableError
-from client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
-from client.rebalance import RebalanceImpl
-from protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_emulator.client.errors import BrokerResponseError, BrokerUnreachableError
+from rocketmq_emulator.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+from rocketmq_emulator.client.rebalance import RebalanceImpl
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 Q = MessageQueue("T", "broker-a", 0)
 RQ = MessageQueue("%RETRY%g", "broker-a", 0)

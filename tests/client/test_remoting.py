@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from client.errors import BrokerUnreachableError, RequestTimeoutError
-from client.remoting import RemotingClient
-from protocol import FrameDecoder, RemotingCommand, encode_command_bytes
+from rocketmq_emulator.client.errors import BrokerUnreachableError, RequestTimeoutError
+from rocketmq_emulator.client.remoting import RemotingClient
+from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, encode_command_bytes
 
 
 class Server:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from store_testlib import Clock, small_config  # noqa: F401  (tests/store is on sys.path)
-from store import MessageStore
+from rocketmq_emulator.store import MessageStore
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import sys
 
 from store_testlib import digest, expected_record, make_msg, small_config
 
-from store import FlushDiskType, MessageStore
+from rocketmq_emulator.store import FlushDiskType, MessageStore
 
 TOPICS = ("CrashA", "CrashB", "%RETRY%crash")
 TAGS = (None, "TagA", "TagB", "TagC")

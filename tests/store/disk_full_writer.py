@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_testlib import make_msg, small_config  # noqa: E402
 
-from store import MessageStore  # noqa: E402
+from rocketmq_emulator.store import MessageStore  # noqa: E402
 
 
 def main(root: str, ballast: str) -> None:

@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from protocol.message import MessageExt, tag_hash_code  # noqa: E402
-from store import MessageExtBrokerInner, MessageStoreConfig  # noqa: E402
+from rocketmq_emulator.protocol.message import MessageExt, tag_hash_code  # noqa: E402
+from rocketmq_emulator.store import MessageExtBrokerInner, MessageStoreConfig  # noqa: E402
 
 T0 = 1_700_000_000_000  # a fixed epoch for fake clocks
 
@@ -57,7 +57,7 @@ def make_msg(topic: str = "TopicA", queue_id: int = 0, body: bytes = b"hello", *
 def expected_record(msg: MessageExtBrokerInner, *, queue_offset: int, phy: int, store_ts: int,
                     config: MessageStoreConfig) -> bytes:
     """The record the store must have written, encoded by the protocol codec (independent of the store)."""
-    from protocol.message import unpack_host
+    from rocketmq_emulator.protocol.message import unpack_host
     sys_flag = msg.sys_flag & ~0x30
     if len(msg.born_host) == 16:
         sys_flag |= 0x10

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from protocol.message import (BLANK_MAGIC_CODE, MessageExt, create_message_id, decode_messages, pack_host,
+from rocketmq_emulator.protocol.message import (BLANK_MAGIC_CODE, MessageExt, create_message_id, decode_messages, pack_host,
                               tag_hash_code)
-from store import FlushDiskType, GetMessageStatus, MessageExtBrokerInner, PutMessageStatus
+from rocketmq_emulator.store import FlushDiskType, GetMessageStatus, MessageExtBrokerInner, PutMessageStatus
 from store_testlib import expected_record, make_msg
 
 

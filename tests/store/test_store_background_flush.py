@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from store import MessageStore
-from store.message_store import execute_flush_plan
+from rocketmq_emulator.store import MessageStore
+from rocketmq_emulator.store.message_store import execute_flush_plan
 from store_testlib import make_msg, small_config
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from protocol.message import tag_hash_code
-from store import FlushDiskType, MessageExtBrokerInner, MessageStoreConfig
+from rocketmq_emulator.protocol.message import tag_hash_code
+from rocketmq_emulator.store import FlushDiskType, MessageExtBrokerInner, MessageStoreConfig
 
 
 def test_defaults_are_rocketmq_defaults(tmp_path):

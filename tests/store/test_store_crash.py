@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from protocol.message import MessageExt, tag_hash_code
-from store import GetMessageStatus, MessageStore
+from rocketmq_emulator.protocol.message import MessageExt, tag_hash_code
+from rocketmq_emulator.store import GetMessageStatus, MessageStore
 from store_testlib import digest, expected_record, make_msg
 
 HERE = Path(__file__).resolve().parent

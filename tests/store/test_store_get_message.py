@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from protocol.message import MessageExt, tag_hash_code
-from store import GetMessageStatus as S
+from rocketmq_emulator.protocol.message import MessageExt, tag_hash_code
+from rocketmq_emulator.store import GetMessageStatus as S
 from store_testlib import make_msg
 
 UNITS_PER_CQ_FILE = 16  # small_config: 20 * 16 bytes

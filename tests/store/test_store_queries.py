@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from protocol.message import MessageExt, decode_message_id
+from rocketmq_emulator.protocol.message import MessageExt, decode_message_id
 from store_testlib import T0, make_msg
 
 

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from protocol.message import MessageExt
-from store import GetMessageStatus, MessageStore, StoreLoadError
-from store.commitlog import CommitLog
+from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.store import GetMessageStatus, MessageStore, StoreLoadError
+from rocketmq_emulator.store.commitlog import CommitLog
 from store_testlib import make_msg, small_config
 
 
@@ -311,7 +311,7 @@ def test_an_index_file_that_cannot_be_created_holds_the_checkpoint_back(tmp_path
 
 
 def test_records_with_undecodable_properties_are_stored_and_recovered(tmp_path, clock):
-    from store import MessageExtBrokerInner
+    from rocketmq_emulator.store import MessageExtBrokerInner
     cfg = small_config(tmp_path)
     store = MessageStore(cfg, clock=clock).start()
     raw = MessageExtBrokerInner("A", 0, b"body", properties_raw=b"KEYS\x01\xff\xfe\x02TAGS\x01x")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from protocol.message import MessageExt
-from store import GetMessageStatus, MessageStore, PutMessageStatus
+from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.store import GetMessageStatus, MessageStore, PutMessageStatus
 from store_testlib import Clock, make_msg, small_config
 
 HOUR = 3600 * 1000
