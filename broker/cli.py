@@ -6,23 +6,29 @@ import argparse
 import logging
 import os
 import sys
+from typing import Any, Callable
 from importlib.metadata import PackageNotFoundError, version
+
+from rocketmq_emulator.protocol.cli_util import EXIT_USAGE, OneLineParser, choice, port, report_error
 
 from .config import BrokerConfig, apply_broker_conf
 
 ENV_PREFIX = "ROCKETMQ_EMULATOR_"
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 # flag -> (BrokerConfig attribute, type, help)
-SERVE_FLAGS: dict[str, tuple[str, type, str]] = {
+SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
     "host": ("host", str, "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"),
-    "namesrv-port": ("namesrv_port", int, "name server port (default 9876)"),
-    "broker-port": ("broker_port", int, "broker port (default 10911; the VIP port is this minus 2)"),
+    "namesrv-port": ("namesrv_port", port, "name server port (default 9876; 0 picks a free port)"),
+    "broker-port": ("broker_port", port, "broker port (default 10911; the VIP port is this minus 2; 0 picks "
+                                         "a free port)"),
     "store-dir": ("store_dir", str, "store directory (default ./rocketmq-data)"),
     "advertised-host": ("advertised_host", str, "broker host put in route data (Docker/NAT); default: --host"),
-    "advertised-port": ("advertised_port", int, "broker port put in route data; default: --broker-port"),
+    "advertised-port": ("advertised_port", port, "broker port put in route data; default: --broker-port"),
     "broker-name": ("broker_name", str, "broker name (default broker-a)"),
     "cluster-name": ("cluster_name", str, "cluster name (default DefaultCluster)"),
-    "log-level": ("log_level", str, "DEBUG, INFO (default), WARNING or ERROR"),
+    "log-level": ("log_level", choice(*LOG_LEVELS), "DEBUG, INFO (default), WARNING or ERROR"),
 }
 
 
@@ -34,7 +40,7 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rocketmq-emulator",
+    parser = OneLineParser(prog="rocketmq-emulator",
                                      description="A RocketMQ 4.x broker and name server in one Python process.")
     parser.add_argument("--version", action="version", version=f"rocketmq-emulator {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -55,12 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class ConfigError(Exception):
+    """A setting that cannot be used (bad environment value, unreadable --config file)."""
+
+
 def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> BrokerConfig:
     environ = os.environ if environ is None else environ
     config = BrokerConfig()
     conf_file = args.config or environ.get(ENV_PREFIX + "CONFIG")
     if conf_file:
-        apply_broker_conf(config, conf_file)
+        try:
+            apply_broker_conf(config, conf_file)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the broker.conf {conf_file!r}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{conf_file}: {exc}") from None
     for flag, (attr, typ, _) in SERVE_FLAGS.items():
         value = getattr(args, flag.replace("-", "_"))
         if value is None:
@@ -68,9 +83,8 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
             if env is not None and env != "":
                 try:
                     value = typ(env)
-                except ValueError:
-                    raise SystemExit(f"{ENV_PREFIX}{flag.replace('-', '_').upper()}: not a valid {typ.__name__}: "
-                                     f"{env!r}") from None
+                except (ValueError, argparse.ArgumentTypeError) as exc:
+                    raise ConfigError(f"{ENV_PREFIX}{flag.replace('-', '_').upper()}={env!r}: {exc}") from None
         if value is not None:
             setattr(config, attr, value)
     ephemeral = args.ephemeral
@@ -88,9 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in CLIENT_COMMANDS:
         # The client's CLI lives in client/, which the broker package must not import: hand over the process.
         os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.client", *argv])
+    OneLineParser.argv = argv
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        config = config_from_args(args)
+        try:
+            config = config_from_args(args)
+        except ConfigError as exc:
+            report_error(str(exc), "CONFIG", as_json=False)
+            return EXIT_USAGE
         logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("rocketmq_emulator").info("rocketmq-emulator %s", package_version())

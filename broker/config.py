@@ -144,7 +144,7 @@ def apply_broker_conf(config: BrokerConfig, path: str | Path) -> BrokerConfig:
         try:
             setattr(config, attr, _coerce(getattr(config, attr), value, attr))
         except ValueError:
-            raise SystemExit(f"{path}: invalid value {value!r} for {key}") from None
+            raise ValueError(f"invalid value {value!r} for {key}") from None
     return config
 
 

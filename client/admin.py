@@ -12,7 +12,8 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable
 from rocketmq_emulator.protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
 from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
+                              DeleteTopicFromNamesrvRequestHeader,
                               GetConsumeStatsRequestHeader, QueryMessageRequestHeader, ResetOffsetRequestHeader,
                               TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
@@ -226,6 +227,17 @@ class Admin(InstanceUser):
         """Groups that have a retry topic at the name server (as mqadmin consumerProgress without -g)."""
         return sorted(t[len(routing.RETRY_PREFIX):] for t in await self.topic_list()
                       if t.startswith(routing.RETRY_PREFIX))
+
+    async def delete_subscription_group(self, group: str, *, remove_offset: bool = True,
+                                        cluster: str | None = None) -> list[str]:
+        """DELETE_SUBSCRIPTIONGROUP on the masters of `cluster` (default: every cluster): the group's
+        subscription config and, with `remove_offset`, its committed offsets. Returns the brokers asked."""
+        addrs = await self._master_addrs(cluster)
+        ext = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset).to_ext()
+        for addr in addrs:
+            await self.instance.api.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext,
+                                         operation=f"delete subscription group {group!r}")
+        return addrs
 
     # -- reset offsets ------------------------------------------------------------------------------
     async def reset_offset_by_timestamp(self, group: str, topic: str, timestamp: int, *, force: bool = True,

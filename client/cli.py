@@ -16,14 +16,19 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any, TextIO
+
+from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, float_range, int_range,
+                                                  report_error)
 
 from .admin import Admin
 from .cli_admin import add_admin_commands, message_json
 from .config import DEFAULT_NAMESRV
-from .errors import ClientError
+from .errors import BrokerResponseError, ClientError
 from .message import Message
 from .producer import Producer
+from .route import RETRY_PREFIX as RETRY_GROUP_TOPIC_PREFIX
 from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
 
 
@@ -31,15 +36,20 @@ def _namesrv_default() -> str:
     return os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
 
 
+#: the group `consume` uses without -g: one per process, removed from the brokers when the command ends
+THROWAWAY_GROUP = "rocketmq_emulator_console_{pid}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("-n", "--namesrvAddr", dest="namesrv", default=_namesrv_default(),
                         help="name server host:port, several separated by ';' (default $NAMESRV_ADDR or "
                              f"{DEFAULT_NAMESRV})")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument("--timeout", type=float, default=3.0, help="request timeout in seconds (default 3)")
+    common.add_argument("--json", action="store_true", help="machine-readable output; errors as JSON on stderr")
+    common.add_argument("--timeout", type=float_range(0.001, 3600), default=3.0,
+                        help="request timeout in seconds (default 3)")
 
-    parser = argparse.ArgumentParser(prog="rocketmq-emulator", description="RocketMQ client tools")
+    parser = OneLineParser(prog="rocketmq-emulator", description="RocketMQ client tools")
     sub = parser.add_subparsers(dest="command", required=True)
     admin = sub.add_parser("admin", help="mqadmin-style administration", description="mqadmin-style commands")
     admin_sub = admin.add_subparsers(dest="admin_command", required=True, metavar="<command>")
@@ -52,18 +62,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", "--keys", help="space-separated keys")
     p.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("-m", "--message", help="the body; with --count, '{i}' becomes the message number")
-    p.add_argument("-c", "--count", type=int, help="send this many messages built from --message")
-    p.add_argument("--batch", type=int, default=0, metavar="SIZE", help="send in batches of SIZE")
+    p.add_argument("-c", "--count", type=int_range(1), help="send this many messages built from --message")
+    p.add_argument("--batch", type=int_range(1, 10_000), metavar="SIZE", help="send in batches of SIZE (1-10000)")
     p.add_argument("--sharding-key", help="keep all messages in one queue, in order")
 
-    p = sub.add_parser("consume", parents=[common], help="print messages of a topic as they arrive")
+    p = sub.add_parser("consume", parents=[common], help="print messages of a topic as they arrive",
+                       description="Print the messages of a topic as they arrive, and commit what was printed. "
+                                   "Ctrl-C (or SIGTERM) stops it within a second. Exit status: 0 when it stopped "
+                                   "as asked (Ctrl-C, --max-messages, --idle-timeout), 1 when the topic is "
+                                   "unknown or the broker is lost, 2 for a usage error.")
     p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-g", "--group", default=f"rocketmq_emulator_console_{os.getpid()}")
+    p.add_argument("-g", "--group", default=None,
+                   help="consumer group (default: a throwaway group named " + THROWAWAY_GROUP.format(pid="<pid>")
+                        + ", removed from the brokers when the command ends)")
     p.add_argument("-e", "--expression", default="*", help="tag expression (default *)")
     p.add_argument("--from-beginning", action="store_true", help="a new group starts at the first message")
     p.add_argument("--broadcast", action="store_true", help="broadcasting consumer (offsets in ~/.rocketmq_offsets)")
-    p.add_argument("--max-messages", type=int, default=0, help="exit after this many messages")
-    p.add_argument("--idle-timeout", type=float, default=0.0, help="exit after this many seconds without a message")
+    p.add_argument("--max-messages", type=int_range(1), default=None, metavar="N",
+                   help="print and commit exactly N messages, then exit (default: no limit)")
+    p.add_argument("--idle-timeout", type=float_range(0.001), default=None, metavar="SECONDS",
+                   help="exit after this many seconds without a message (default: never)")
     return parser
 
 
@@ -82,12 +100,16 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+class UsageError(Exception):
+    """A command-line value that argparse's types cannot check alone."""
+
+
 def _properties(items: list[str]) -> dict[str, str]:
     props = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--property {item!r}: use KEY=VALUE")
+            raise UsageError(f"--property {item!r}: use KEY=VALUE")
         props[key] = value
     return props
 
@@ -120,7 +142,7 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
         for body in bodies:
             msg = Message(args.topic, body, tags=args.tags, keys=args.keys.split() if args.keys else None,
                           properties=props)
-            if args.batch > 0:
+            if args.batch:
                 batch.append(msg)
                 if len(batch) >= args.batch:
                     await flush()
@@ -129,18 +151,21 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
             sent += 1
             _emit(out, args, {"status": r.status.value, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
                               "brokerName": r.broker_name, "queueId": r.queue_id, "queueOffset": r.queue_offset},
-                  f"{r.status.value} msgId={r.msg_id} queue={r.broker_name}:{r.queue_id} offset={r.queue_offset}")
+                  f"{r.status.value} offsetMsgId={r.offset_msg_id} uniqKey={r.msg_id} "
+                  f"queue={r.broker_name}:{r.queue_id} offset={r.queue_offset}")
         await flush()
     if not args.json:
         print(f"sent {sent} message(s)", file=sys.stderr)
     return 0
 
 
+#: how often `consume` looks for new messages and for a stop request, and checks the broker when idle
+_POLL_S, _HEALTH_CHECK_S = 0.2, 2.0
+
+
 async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
-    consumer = PushConsumer(args.group, namesrv=args.namesrv,
-                            message_model=BROADCASTING if args.broadcast else CLUSTERING,
-                            consume_from=FIRST_OFFSET if args.from_beginning else LAST_OFFSET)
-    consumer.subscribe(args.topic, args.expression)
+    throwaway = args.group is None
+    group = THROWAWAY_GROUP.format(pid=os.getpid()) if throwaway else args.group
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -148,35 +173,70 @@ async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass
-    n = 0
-    async with consumer:
-        while not stop.is_set():
-            timeout = args.idle_timeout or 0.5
-            batch = await consumer.getmany(timeout=timeout, max_records=64)
-            if not batch:
-                if args.idle_timeout:
-                    break
-                continue
-            for msgs in batch.values():
-                for m in msgs:
-                    n += 1
-                    if args.json:
-                        _emit(out, args, message_json(m), "")
-                    else:
-                        out.write(f"{m.topic} {m.broker_name}:{m.queue_id}@{m.queue_offset} msgId={m.msg_id} "
-                                  f"tags={m.tags or ''} keys={m.keys or ''} | {m.text}\n")
-                    consumer.ack(m)
-                    if args.max_messages and n >= args.max_messages:
-                        stop.set()
-                        break
-            out.flush()
+    async with Admin(args.namesrv, timeout=args.timeout) as admin:
+        await admin.topic_route(args.topic)  # an unknown topic: NoRouteError, before anything is registered
+        consumer = PushConsumer(group, namesrv=args.namesrv,
+                                message_model=BROADCASTING if args.broadcast else CLUSTERING,
+                                consume_from=FIRST_OFFSET if args.from_beginning else LAST_OFFSET)
+        consumer.subscribe(args.topic, args.expression)
+        try:
+            async with consumer:
+                await _consume_until_done(args, out, consumer, admin, stop)
+        finally:
+            if throwaway:
+                await _forget_group(admin, group)
     return 0
 
 
+async def _consume_until_done(args: argparse.Namespace, out: TextIO, consumer: PushConsumer, admin: Admin,
+                              stop: asyncio.Event) -> None:
+    """Print and ack messages until stopped, N were printed, or the idle timeout passed. Only printed messages
+    are acked, so only they are committed. While idle, the broker is checked so a lost one ends the command."""
+    n = 0
+    idle_since = last_check = time.monotonic()
+    while not stop.is_set():
+        wanted = 64 if args.max_messages is None else min(64, args.max_messages - n)
+        batch = await consumer.getmany(timeout=_POLL_S, max_records=wanted)
+        now = time.monotonic()
+        if not batch:
+            if args.idle_timeout is not None and now - idle_since >= args.idle_timeout:
+                return
+            if now - last_check >= _HEALTH_CHECK_S:
+                last_check = now
+                await admin.topic_status(args.topic)  # BrokerUnreachableError when the broker is gone
+            continue
+        idle_since = last_check = now
+        for msgs in batch.values():
+            for m in msgs:
+                if args.json:
+                    _emit(out, args, message_json(m), "")
+                else:
+                    out.write(f"{m.topic} {m.broker_name}:{m.queue_id}@{m.queue_offset} msgId={m.msg_id} "
+                              f"tags={m.tags or ''} keys={m.keys or ''} | {m.text}\n")
+                consumer.ack(m)
+                n += 1
+        out.flush()
+        if args.max_messages is not None and n >= args.max_messages:
+            return
+
+
+async def _forget_group(admin: Admin, group: str) -> None:
+    """Remove a throwaway group's subscription, offsets and retry topic from the brokers (best effort)."""
+    try:
+        await admin.delete_subscription_group(group, remove_offset=True)
+        await admin.delete_topic(RETRY_GROUP_TOPIC_PREFIX + group)
+    except ClientError:
+        pass
+
+
 def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stdin: TextIO | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Exit status: 0 done, 1 the command failed (one line on stderr saying why), 2 a usage error, 130 Ctrl-C
+    during produce or an admin command (consume stops cleanly on Ctrl-C and exits 0)."""
+    argv = sys.argv[1:] if argv is None else argv
+    OneLineParser.argv = argv
+    args = build_parser().parse_args(argv)
     out = stdout or sys.stdout
+    as_json = getattr(args, "json", False)
     try:
         if args.command == "admin":
             return asyncio.run(run_admin(args, out))
@@ -184,9 +244,15 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stdin: 
             return asyncio.run(run_produce(args, out, stdin or sys.stdin))
         if args.command == "consume":
             return asyncio.run(run_consume(args, out))
+    except UsageError as exc:
+        report_error(str(exc), "USAGE", as_json=as_json)
+        return EXIT_USAGE
+    except BrokerResponseError as exc:
+        report_error(str(exc), getattr(exc.code, "name", str(exc.code)), as_json=as_json)
+        return EXIT_FAILURE
     except ClientError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        report_error(str(exc), type(exc).__name__, as_json=as_json)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
-    return 2
+    return EXIT_USAGE

@@ -9,17 +9,24 @@ import re
 from typing import Any, Awaitable, Callable
 
 from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.cli_util import boolean, int_range
 
 from .admin import Admin
+from .errors import InvalidArgumentError
 from .message import ReceivedMessage
 
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"{text!r}: use true or false")
+#: queue counts a topic may have here (RocketMQ has no hard limit; thousands of queues make no sense for tests)
+queue_nums = int_range(1, 1024)
+timestamp_ms = int_range(0, what=" ms since the epoch")
+
+
+def perm(text: str) -> int:
+    """mqadmin's -p: 2 (write), 4 (read) or 6 (read and write)."""
+    value = int_range()(text)
+    if value not in (2, 4, 6):
+        raise argparse.ArgumentTypeError(f"{value}: use 2 (write only), 4 (read only) or 6 (read and write)")
+    return value
 
 
 def parse_timestamp(text: str) -> int:
@@ -27,7 +34,7 @@ def parse_timestamp(text: str) -> int:
     text = text.strip()
     if text.lower() == "now":
         return -1
-    if re.fullmatch(r"-?\d+", text):
+    if re.fullmatch(r"\d+", text):
         return int(text)
     try:
         return int(_dt.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f").timestamp() * 1000)
@@ -72,6 +79,9 @@ async def update_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
 
 
 async def delete_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    if a.topic not in await admin.topic_list():
+        raise InvalidArgumentError(f"topic {a.topic!r} does not exist, nothing was deleted (admin topicList "
+                                   f"lists the topics)")
     addrs = await admin.delete_topic(a.topic, cluster=a.cluster)
     return {"topic": a.topic, "brokers": addrs}, f"delete topic [{a.topic}] from cluster " \
                                                 f"[{a.cluster or 'all'}] success ({', '.join(addrs)})."
@@ -210,12 +220,14 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     p = cmd("updateTopic", update_topic, "create or update a topic")
     p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=int, default=8)
-    p.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=int, default=8)
-    p.add_argument("-p", "--perm", type=int, default=6, help="2 write, 4 read, 6 read+write (default)")
+    p.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=queue_nums, default=8,
+                   help="1-1024 (default 8)")
+    p.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=queue_nums, default=8,
+                   help="1-1024 (default 8)")
+    p.add_argument("-p", "--perm", type=perm, default=6, help="2 write, 4 read, 6 read+write (default)")
     p.add_argument("-c", "--clusterName", dest="cluster")
     p.add_argument("-b", "--brokerAddr", dest="broker_addr")
-    p.add_argument("-o", "--order", type=_bool, default=False)
+    p.add_argument("-o", "--order", type=boolean, default=False)
     p = cmd("deleteTopic", delete_topic, "delete a topic from the brokers and the name server")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-c", "--clusterName", dest="cluster")
@@ -233,7 +245,7 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-s", "--timestamp", type=parse_timestamp, required=True,
                    help="now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS")
-    p.add_argument("-f", "--force", type=_bool, default=True, help="false: only move offsets backwards")
+    p.add_argument("-f", "--force", type=boolean, default=True, help="false: only move offsets backwards")
     p.add_argument("-c", "--cplus", action="store_true", help="ask for the C++ client's reset body")
     p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)
@@ -241,9 +253,10 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p = cmd("queryMsgByKey", query_msg_by_key, "messages of a topic by key")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-k", "--msgKey", dest="key", required=True)
-    p.add_argument("-b", "--beginTimestamp", dest="begin", type=int)
-    p.add_argument("-e", "--endTimestamp", dest="end", type=int)
-    p.add_argument("-c", "--maxNum", dest="max_num", type=int, default=64)
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=timestamp_ms)
+    p.add_argument("-e", "--endTimestamp", dest="end", type=timestamp_ms)
+    p.add_argument("-c", "--maxNum", dest="max_num", type=int_range(1, 1000), default=64,
+                   help="1-1000 (default 64)")
     cmd("clusterList", cluster_list, "the brokers of every cluster")
 
 

@@ -1,0 +1,196 @@
+"""The command line as a newcomer meets it: bad values are refused with one line and exit status 2 (JSON with
+`--json`), never a traceback; `consume` prints and commits exactly what it is asked for, stops on Ctrl-C and
+SIGTERM, reports an unknown topic or a lost broker, and leaves no throwaway group behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rocketmq_emulator.client import Admin
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "rocketmq_emulator.broker"]  # what the `rocketmq-emulator` script runs
+
+BAD_VALUES = [
+    ["serve", "--config", "/nonexistent/broker.conf"],
+    ["serve", "--log-level", "LOUD"],
+    ["serve", "--namesrv-port", "99999"],
+    ["serve", "--broker-port", "-1"],
+    ["serve", "--advertised-port", "port"],
+    ["produce", "-t", "T", "-c", "-5"],
+    ["produce", "-t", "T", "-c", "ten"],
+    ["produce", "-t", "T", "--batch", "0"],
+    ["produce", "-t", "T", "-m", "x", "-p", "novalue"],
+    ["produce", "-t", "T", "--timeout", "nan"],
+    ["consume", "-t", "T", "--max-messages", "0"],
+    ["consume", "-t", "T", "--max-messages", "-1"],
+    ["consume", "-t", "T", "--idle-timeout", "-1"],
+    ["admin", "updateTopic", "-t", "T", "-p", "9"],
+    ["admin", "updateTopic", "-t", "T", "-r", "100000"],
+    ["admin", "updateTopic", "-t", "T", "-w", "0"],
+    ["admin", "updateTopic", "-t", "T", "-o", "maybe"],
+    ["admin", "queryMsgByKey", "-t", "T", "-k", "k", "-c", "-1"],
+    ["admin", "queryMsgByKey", "-t", "T", "-k", "k", "-b", "-3"],
+    ["admin", "resetOffsetByTime", "-g", "g", "-t", "T", "-s", "-5"],
+    ["admin", "resetOffsetByTime", "-g", "g", "-t", "T", "-s", "yesterday"],
+    ["admin", "resetOffsetByTime", "-g", "g", "-t", "T", "-s", "now", "-f", "perhaps"],
+    ["admin", "noSuchCommand"],
+    ["nosuchcommand"],
+]
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "NAMESRV_ADDR": "", **(env or {})})
+
+
+@pytest.mark.parametrize("args", BAD_VALUES, ids=[" ".join(a) for a in BAD_VALUES])
+def test_a_bad_value_is_one_line_and_status_2(args):
+    proc = run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("args", [a for a in BAD_VALUES if a[0] in ("produce", "consume", "admin") and len(a) > 2],
+                         ids=lambda a: " ".join(a))
+def test_with_json_the_error_is_json(args):
+    proc = run(*args, "--json")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    error = json.loads(line)
+    assert error["code"] == "USAGE" and error["error"]
+
+
+def test_a_bad_environment_value_is_one_line():
+    proc = run("serve", env={"ROCKETMQ_EMULATOR_BROKER_PORT": "lots"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: ROCKETMQ_EMULATOR_BROKER_PORT='lots': 'lots' is not a whole number"]
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_no_server_is_one_line_and_status_1(json_out):
+    proc = run("admin", "topicList", "-n", "127.0.0.1:1", *(["--json"] if json_out else []))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    if json_out:
+        assert json.loads(line)["code"] == "BrokerUnreachableError"
+    else:
+        assert line.startswith("error: 127.0.0.1:1: cannot connect")
+
+
+def test_delete_of_an_unknown_topic_says_so(emulator):
+    proc = run("admin", "deleteTopic", "-n", emulator.namesrv_addr, "-t", "NoSuchTopic")
+    assert proc.returncode == 1
+    assert "'NoSuchTopic' does not exist" in proc.stderr
+
+
+def test_produce_prints_the_id_that_query_msg_by_id_finds(emulator):
+    ns = emulator.namesrv_addr
+    out = run("produce", "-n", ns, "-t", "Lookup", "-m", "find me").stdout
+    fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+    found = run("admin", "queryMsgById", "-n", ns, "-i", fields["offsetMsgId"], "--json")
+    assert found.returncode == 0, found.stderr
+    message = json.loads(found.stdout)
+    assert message["body"] == "find me" and message["msgId"] == fields["uniqKey"]
+
+
+def _produce(ns: str, topic: str, count: int) -> None:
+    proc = run("admin", "updateTopic", "-n", ns, "-t", topic, "-r", "4", "-w", "4")
+    assert proc.returncode == 0, proc.stderr
+    proc = run("produce", "-n", ns, "-t", topic, "-m", "m{i}", "-c", str(count))
+    assert proc.returncode == 0, proc.stderr
+
+
+def _committed(emulator, group: str, topic: str) -> int:
+    async def total() -> int:
+        async with Admin(emulator.namesrv_addr) as admin:
+            stats = await admin.consumer_progress(group, topic)
+            return sum(w.consumer_offset for w in stats.offset_table.values())
+    return emulator.run(total())
+
+
+@pytest.mark.parametrize("n", [1, 7, 13])
+def test_consume_max_messages_prints_and_commits_exactly_n(emulator, n):
+    ns = emulator.namesrv_addr
+    _produce(ns, "Exact", 20)
+    proc = run("consume", "-n", ns, "-t", "Exact", "-g", f"exact{n}", "--from-beginning", "--max-messages", str(n))
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == n
+    assert _committed(emulator, f"exact{n}", "Exact") == n
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_consume_stops_on_a_signal_despite_a_long_idle_timeout(emulator, sig):
+    ns = emulator.namesrv_addr
+    _produce(ns, "Stoppable", 5)
+    proc = subprocess.Popen([*CLI, "consume", "-n", ns, "-t", "Stoppable", "-g", "stoppable", "--from-beginning",
+                             "--idle-timeout", "600"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(5)]  # every message printed: it is idle now
+        assert all(" | m" in line for line in lines)
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=30)  # far below the idle timeout: the signal was not ignored
+    finally:
+        proc.kill()
+    assert rc == 0, proc.stderr.read()
+    assert _committed(emulator, "stoppable", "Stoppable") == 5
+
+
+def test_consume_of_an_unknown_topic_fails_at_once(emulator):
+    proc = run("consume", "-n", emulator.namesrv_addr, "-t", "NoSuchTopic", "--idle-timeout", "600")
+    assert proc.returncode == 1
+    assert "no route info of topic 'NoSuchTopic'" in proc.stderr
+
+
+def test_consume_reports_a_lost_broker(tmp_path):
+    from integration_tests.conftest import free_broker_port, free_port
+    ns_port, broker_port = free_port(), free_broker_port()
+    server = subprocess.Popen([*CLI, "serve", "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
+                               "--store-dir", str(tmp_path / "store")], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "ready" in server.stderr.readline() + server.stderr.readline()
+        ns = f"127.0.0.1:{ns_port}"
+        _produce(ns, "Doomed", 3)
+        consumer = subprocess.Popen([*CLI, "consume", "-n", ns, "-t", "Doomed", "--from-beginning",
+                                     "--idle-timeout", "600"], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        try:
+            assert all(" | m" in consumer.stdout.readline() for _ in range(3))
+            server.kill()
+            server.wait(10)
+            rc = consumer.wait(timeout=60)
+            err = consumer.stderr.read()
+        finally:
+            consumer.kill()
+    finally:
+        server.kill()
+    assert rc == 1 and "Traceback" not in err
+    assert f"127.0.0.1:{ns_port}" in err or f"127.0.0.1:{broker_port}" in err
+
+
+def test_consume_without_a_group_leaves_nothing_behind(emulator):
+    ns = emulator.namesrv_addr
+    _produce(ns, "Throwaway", 3)
+    proc = run("consume", "-n", ns, "-t", "Throwaway", "--from-beginning", "--max-messages", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "rocketmq_emulator_console_<pid>" in run("consume", "-h").stdout
+    groups = emulator.call(lambda: [g for g in emulator.broker.subscription_group_manager.table
+                                    if g.startswith("rocketmq_emulator_console_")])
+    offsets = emulator.call(lambda: [k for k in emulator.broker.consumer_offset_manager.offset_table
+                                     if "rocketmq_emulator_console_" in k])
+    topics = json.loads(run("admin", "topicList", "-n", ns, "--json").stdout)["topicList"]
+    assert groups == [] and offsets == []
+    assert not [t for t in topics if "rocketmq_emulator_console_" in t]
