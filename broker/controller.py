@@ -113,6 +113,7 @@ class BrokerController:
             os.makedirs(self.config.store_dir, exist_ok=True)
             self.store = MessageStore(store_config_for(self.config))
             self.store.start()
+            self._log_recovery()
         except BaseException:
             await self.server.stop()
             if self.vip_server is not None:
@@ -154,6 +155,18 @@ class BrokerController:
         if self.routes is not None:
             self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
                                           self.config.broker_addr, 0)
+
+    def _log_recovery(self) -> None:
+        """One line after an abnormal stop (kill -9, crash, power loss): what recovery found and kept."""
+        rec = self.store.recovery
+        if rec is None or rec.mode != "abnormal":
+            return
+        kept = sum(cq.max_offset_in_queue - cq.min_offset_in_queue for cq in self.store.consume_queues())
+        log.warning("%s: recovered after an abnormal stop (%s): scanned %d records (%d bytes) from commitlog "
+                    "offset %d, kept %d messages in %d queues (%d re-dispatched), dropped %d bytes of torn tail, "
+                    "in %.0f ms", self.config.broker_name, rec.reason, rec.scanned_records,
+                    rec.commitlog_max_offset - max(rec.scan_start_offset, 0), max(rec.scan_start_offset, 0), kept,
+                    len(self.store.consume_queues()), rec.redispatched, rec.truncated_bytes, rec.duration_ms)
 
     async def __aenter__(self) -> BrokerController:
         await self.start()

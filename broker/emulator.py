@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from .config import BrokerConfig
 from .controller import BrokerController
+from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
 
 log = logging.getLogger("rocketmq_emulator")
@@ -28,6 +29,8 @@ class Emulator:
             config.store_dir = self._tmpdir
         self.namesrv = NameServer(config.host, config.namesrv_port)
         self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *(extra_brokers or [])]]
+        self.descriptor_watch = DescriptorWatch()
+        self._watch_task: asyncio.Task[None] | None = None
 
     @property
     def broker(self) -> BrokerController:
@@ -41,8 +44,17 @@ class Emulator:
         await self.namesrv.start()
         for b in self.brokers:
             await b.start()
+        self._watch_task = asyncio.get_running_loop().create_task(self._watch_descriptors())
+
+    async def _watch_descriptors(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            self.descriptor_watch.check()
 
     async def stop(self) -> None:
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            self._watch_task = None
         for b in self.brokers:
             await b.stop()
         await self.namesrv.stop()
@@ -72,6 +84,7 @@ def second_broker(config: BrokerConfig, name: str = "broker-b", port_offset: int
 
 async def serve(config: BrokerConfig) -> None:
     started = time.perf_counter()
+    raise_descriptor_limit()
     emulator = Emulator(config)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
