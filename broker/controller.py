@@ -234,6 +234,7 @@ class BrokerController:
     def _channel_closed(self, conn: RemotingConnection) -> None:
         self.consumer_manager.channel_closed(conn, self.config.notify_consumer_ids_changed_enable)
         self.producer_manager.channel_closed(conn)
+        self.pull_hold_service.channel_closed(conn)
 
     def message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         """A message was stored: wake held pulls of that queue, or its delay level if it was parked."""

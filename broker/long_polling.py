@@ -88,6 +88,23 @@ class PullRequestHoldService:
             response = pr.conn._error_response(pr.request, exc)
         pr.conn._reply(pr.request, response)
 
+    def channel_closed(self, conn: RemotingConnection) -> None:
+        """Forget the held pulls of a closed connection: nobody waits for their answers."""
+        for key, held in list(self.table.items()):
+            keep = [pr for pr in held if pr.conn is not conn]
+            if len(keep) == len(held):
+                continue
+            for pr in held:
+                if pr.conn is conn and not pr.done:
+                    pr.done = True
+                    if pr.timer is not None:
+                        pr.timer.cancel()
+                    pr.conn.release()
+            if keep:
+                self.table[key] = keep
+            else:
+                del self.table[key]
+
     def wake_all(self) -> None:
         """Answer every held pull now (shutdown)."""
         for held in list(self.table.values()):

@@ -194,3 +194,18 @@ def test_consume_without_a_group_leaves_nothing_behind(emulator):
     topics = json.loads(run("admin", "topicList", "-n", ns, "--json").stdout)["topicList"]
     assert groups == [] and offsets == []
     assert not [t for t in topics if "rocketmq_emulator_console_" in t]
+
+
+def test_cluster_list_counts_no_held_pulls_once_consumers_left(emulator):
+    ns = emulator.namesrv_addr
+    _produce(ns, "Quiet", 2)
+    proc = run("consume", "-n", ns, "-t", "Quiet", "-g", "quiet", "--from-beginning", "--max-messages", "2")
+    assert proc.returncode == 0, proc.stderr
+
+    def held() -> str:
+        [broker] = json.loads(run("admin", "clusterList", "-n", ns, "--json").stdout)
+        return broker["runtime"]["pullHeldCount"]
+    deadline = time.monotonic() + 5  # well before a held pull would time out by itself (15 s)
+    while held() != "0" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert held() == "0"
