@@ -23,7 +23,8 @@ _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 class ClientConfig:
     """Settings shared by producers, consumers and the admin client. Times are in seconds."""
 
-    namesrv: str = DEFAULT_NAMESRV  #: "host:port", several separated by ";"
+    #: "host:port", several separated by ";"; default $NAMESRV_ADDR, else 127.0.0.1:9876 (as the Java client)
+    namesrv: str = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV)
     instance_name: str | None = None  #: None: a unique name per client object (Java's pid#nanoTime)
     client_ip: str | None = None  #: None: the address of this host on the route to the name server
     request_timeout: float = 3.0  #: `mqClientApiTimeout`
