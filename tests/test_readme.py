@@ -1,21 +1,112 @@
-"""Every ```python block of README.md runs as written, each in a fresh interpreter as a user would run it
-(user-facing examples must not rot)."""
+"""README.md runs as written (user-facing examples must not rot).
+
+* The five-minute tour (between `<!-- tour:start` and `<!-- tour:end -->`): a `rocketmq-emulator serve` on free
+  ports stands in for terminal 1, then every ```bash and ```python block runs in order, as terminal 2 would
+  run it (the venv's bin on the PATH, `$NAMESRV_ADDR` pointing at the broker), and its output (stdout and
+  stderr, as a terminal shows them) must match the ```text block that follows it, where `...` matches anything.
+* Every other ```python block runs in a fresh interpreter, as a user would run it.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from integration_tests.conftest import free_broker_port, free_port
+
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+README = (ROOT / "README.md").read_text()
+_FENCE = re.compile(r"```(\w+)\n(.*?)```", flags=re.S)
+
+_tour_start = README.index("<!-- tour:start")
+_tour_end = README.index("<!-- tour:end -->")
+TOUR = README[_tour_start:_tour_end]
+OUTSIDE = README[:_tour_start] + README[_tour_end:]
+BLOCKS = [code for lang, code in _FENCE.findall(OUTSIDE) if lang == "python"]
+
+
+def tour_steps() -> list[tuple[str, str, str | None]]:
+    """(language, code, expected output or None) for each runnable block of the tour."""
+    fences = _FENCE.findall(TOUR)
+    steps = []
+    for i, (lang, code) in enumerate(fences):
+        if lang in ("bash", "python"):
+            nxt = fences[i + 1] if i + 1 < len(fences) else None
+            steps.append((lang, code, nxt[1] if nxt and nxt[0] == "text" else None))
+    return steps
+
+
+def matches(expected: str, actual: str) -> bool:
+    """Line by line; `...` matches anything, runs of spaces match any spacing (table columns)."""
+    exp = [line.rstrip() for line in expected.strip("\n").splitlines()]
+    act = [line.rstrip() for line in actual.strip("\n").splitlines()]
+    if len(exp) != len(act):
+        return False
+    for e, a in zip(exp, act):
+        pattern = r"\s+".join(".*?".join(re.escape(part) for part in word.split("..."))
+                              for word in e.split())
+        if not re.fullmatch(r"\s*" + pattern + r"\s*", a):
+            return False
+    return True
 
 
 def test_readme_has_examples():
     assert len(BLOCKS) >= 8
+    assert len(tour_steps()) >= 8 and all(expected is not None for _, _, expected in tour_steps())
+
+
+def test_matching_rules():
+    assert matches("a ... c\nx  y", "a bbb c\nx     y")
+    assert not matches("a ... c", "a b d")
+    assert not matches("one\ntwo", "one")
+
+
+@pytest.fixture
+def tour_broker(tmp_path):
+    ns_port, broker_port = free_port(), free_broker_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--namesrv-port",
+                                 str(ns_port), "--broker-port", str(broker_port)], cwd=tmp_path, stderr=log)
+    deadline = time.monotonic() + 30
+    while "ready:" not in log_path.read_text() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    try:
+        yield ns_port, broker_port, log_path, tmp_path
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_the_tour_runs_as_written(tour_broker):
+    ns_port, broker_port, log_path, workdir = tour_broker
+
+    def as_documented(text: str) -> str:  # the README shows the default ports
+        return text.replace(f":{ns_port}", ":9876").replace(f":{broker_port}", ":10911")
+
+    shown_ready = _FENCE.findall(README[README.index("## A five-minute tour"):_tour_start])[0][1]
+    ready = [line for line in log_path.read_text().splitlines() if "ready:" in line]
+    assert ready and matches(shown_ready, as_documented(ready[0])), (shown_ready, ready)
+
+    env = {**os.environ, "NAMESRV_ADDR": f"127.0.0.1:{ns_port}",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for n, (lang, code, expected) in enumerate(tour_steps()):
+        if lang == "bash":
+            cmd = ["bash", "-o", "pipefail", "-c", code]
+        else:
+            (workdir / "tour.py").write_text(code)
+            cmd = [sys.executable, "tour.py"]
+        proc = subprocess.run(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=120)
+        output = as_documented(proc.stdout)
+        assert "Traceback" not in output, f"tour step {n}:\n{code}\n{output}"
+        assert matches(expected, output), f"tour step {n}:\n{code}\n--- README shows:\n{expected}\n--- got:\n{output}"
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
