@@ -9,7 +9,7 @@ import sys
 from typing import Any, Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from rocketmq_emulator.protocol.cli_util import EXIT_USAGE, OneLineParser, choice, port, report_error
+from rocketmq_emulator.protocol.cli_util import EXIT_USAGE, OneLineParser, boolean, choice, port, report_error
 
 from .config import BrokerConfig, apply_broker_conf
 
@@ -29,6 +29,15 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
     "broker-name": ("broker_name", str, "broker name (default broker-a)"),
     "cluster-name": ("cluster_name", str, "cluster name (default DefaultCluster)"),
     "log-level": ("log_level", choice(*LOG_LEVELS), "DEBUG, INFO (default), WARNING or ERROR"),
+    "new-group-offset": ("new_group_offset", choice("legacy", "strict"),
+                         "what a group with no stored offset is told: legacy (4.9.x, default: 0 while the queue's "
+                         "first message is stored) or strict (not found: the client's consumeFromWhere decides)"),
+    "server-side-reset": ("use_server_side_reset_offset", boolean,
+                          "true (default): the broker also applies a reset at the group's next pull (5.x); "
+                          "false: only online consumers apply it (4.9.x)"),
+    "broadcast-offset-store": ("enable_broadcast_offset_store", boolean,
+                               "true (default): the broker tracks broadcasting clients' offsets; a client with "
+                               "none resumes from the group's"),
 }
 
 

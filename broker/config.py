@@ -48,6 +48,15 @@ class BrokerConfig:
     channel_expired_timeout_s: float = 120.0
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flush_consumer_offset_interval_ms: int = 5000
+    # consumer offsets (README "Consumer offsets")
+    #: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset: "legacy" (4.9.x: 0 while the
+    #: queue's first message is still stored) or "strict" (always QUERY_NOT_FOUND: the client's setting decides)
+    new_group_offset: str = "legacy"
+    #: resets are also kept by the broker and applied at the group's next pull of each queue (5.x)
+    use_server_side_reset_offset: bool = True
+    #: the broker tracks broadcasting clients' offsets; a client with none resumes from the group's (5.x)
+    enable_broadcast_offset_store: bool = True
+    broadcast_offset_expire_s: float = 120.0
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     log_level: str = "INFO"
@@ -92,6 +101,10 @@ CONF_KEYS: dict[str, str] = {
     "regionId": "region_id",
     "traceOn": "trace_on",
     "vipChannelEnabled": "vip_channel_enabled",
+    "newGroupOffset": "new_group_offset",
+    "useServerSideResetOffset": "use_server_side_reset_offset",
+    "enableBroadcastOffsetStore": "enable_broadcast_offset_store",
+    "broadcastOffsetExpireSecond": "broadcast_offset_expire_s",
     # accepted and ignored: this process is always the one master of its broker and embeds its name server
     "namesrvAddr": "", "brokerId": "", "brokerRole": "", "brokerIP2": "", "haListenPort": "",
     "enablePropertyFilter": "", "traceTopicEnable": "", "aclEnable": "",

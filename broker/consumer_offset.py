@@ -1,8 +1,18 @@
-"""Consumer offsets stored by the broker (reference §9.7, §8.8): `topic@group` -> queue id -> offset,
-persisted to `config/consumerOffset.json` in RocketMQ's format every few seconds and at stop.
+"""Consumer offsets kept by the broker: `topic@group` -> queue id -> offset, persisted to
+`config/consumerOffset.json` in RocketMQ's format every few seconds and at stop.
 
-Semantics here are the plain 4.9.x ones (unconditional overwrite on commit); the seeds' offset rules build on
-this table."""
+Three tables, as RocketMQ 5.x's `ConsumerOffsetManager`:
+
+* the committed offsets (4.9.x semantics: a commit overwrites, also backwards);
+* pending resets (`assign_reset_offset`): a reset the broker applies at the group's next pull of the queue
+  (server-side reset). While one is pending, commits of that queue are ignored: a pull held or in flight when
+  the reset was made carries the old offset and must not undo it (upstream issue #4206). Once applied, the
+  queue is *fenced*: a commit below the reset or beyond what the broker has handed out since is a stale
+  in-memory offset of a client that did not apply the reset itself, and is ignored too, until the client
+  commits an offset between the two;
+* pull offsets: the next offset each group's last pull of a queue was given (every outcome, not only FOUND),
+  for the "ready" and "inflight" figures of consume progress.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +25,17 @@ from .config_file import load_config_file, write_config_file
 
 log = logging.getLogger("rocketmq_emulator.offsets")
 TOPIC_GROUP_SEPARATOR = "@"
+#: a broadcasting group's offset (the minimum over its clients) is kept under `topic@group@broadcast`, as 5.x
+BROADCAST_SUFFIX = "@broadcast"
 
 
 class ConsumerOffsetManager:
     def __init__(self, config_dir: Path) -> None:
         self.path = config_dir / "consumerOffset.json"
         self.offset_table: dict[str, dict[int, int]] = {}
+        self.reset_offset_table: dict[str, dict[int, int]] = {}
+        self.pull_offset_table: dict[str, dict[int, int]] = {}
+        self._fenced: dict[tuple[str, int], int] = {}  # (key, queue id) -> the reset offset applied
         self._dirty = False
 
     @staticmethod
@@ -53,14 +68,62 @@ class ConsumerOffsetManager:
             return -1
         return queues.get(queue_id, -1)
 
-    def commit_offset(self, client: str, group: str, topic: str, queue_id: int, offset: int) -> None:
-        queues = self.offset_table.setdefault(f"{topic}@{group}", {})
+    def commit_offset(self, client: str, group: str, topic: str, queue_id: int, offset: int) -> bool:
+        """Store a commit (UPDATE_CONSUMER_OFFSET, or the commit offset of a pull). False when it was ignored
+        because a reset of the queue is pending or fenced (see the module's docstring)."""
+        key = f"{topic}@{group}"
+        if queue_id in self.reset_offset_table.get(key, ()):
+            log.debug("%s: commit %d of %s queue %d ignored: a reset is pending", client, offset, key, queue_id)
+            return False
+        fence = self._fenced.get((key, queue_id))
+        if fence is not None:
+            if not fence <= offset <= self.pull_offset_table.get(key, {}).get(queue_id, -1):
+                log.debug("%s: commit %d of %s queue %d ignored: not between the reset (%d) and what was pulled "
+                          "since", client, offset, key, queue_id, fence)
+                return False
+            del self._fenced[(key, queue_id)]
+        queues = self.offset_table.setdefault(key, {})
         previous = queues.get(queue_id)
         if previous is not None and offset < previous:
-            log.debug("%s: offset of %s@%s queue %d moves back from %d to %d", client, topic, group, queue_id,
-                      previous, offset)
+            log.debug("%s: offset of %s queue %d moves back from %d to %d", client, key, queue_id, previous, offset)
         queues[queue_id] = offset
         self._dirty = True
+        return True
+
+    # -- server-side reset --------------------------------------------------------------------------
+    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+        """Record a reset: it is the committed offset now, and the group's next pull of the queue is moved to it."""
+        key = f"{topic}@{group}"
+        self.reset_offset_table.setdefault(key, {})[queue_id] = offset
+        self.offset_table.setdefault(key, {})[queue_id] = offset
+        self.pull_offset_table.setdefault(key, {})[queue_id] = offset
+        self._dirty = True
+
+    def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
+        return queue_id in self.reset_offset_table.get(f"{topic}@{group}", ())
+
+    def query_then_erase_reset_offset(self, topic: str, group: str, queue_id: int) -> int | None:
+        """The pending reset of the queue, if any, which is then applied: the queue stays fenced."""
+        key = f"{topic}@{group}"
+        pending = self.reset_offset_table.get(key)
+        if not pending or queue_id not in pending:
+            return None
+        offset = pending.pop(queue_id)
+        if not pending:
+            del self.reset_offset_table[key]
+        self._fenced[(key, queue_id)] = offset
+        return offset
+
+    # -- pull offsets (ready / inflight) ------------------------------------------------------------
+    def commit_pull_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.pull_offset_table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
+
+    def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The next offset the group's last pull of the queue was given, never below the committed offset
+        (a commit or a reset can run ahead of the last pull); -1 when neither is known."""
+        key = f"{topic}@{group}"
+        return max(self.pull_offset_table.get(key, {}).get(queue_id, -1),
+                   self.offset_table.get(key, {}).get(queue_id, -1))
 
     def query_offsets_of_group(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(f"{topic}@{group}", {}))
@@ -71,14 +134,17 @@ class ConsumerOffsetManager:
 
     def groups_of_topic(self, topic: str) -> set[str]:
         prefix = f"{topic}@"
-        return {k[len(prefix):] for k in self.offset_table if k.startswith(prefix)}
+        return {k[len(prefix):].removesuffix(BROADCAST_SUFFIX) for k in self.offset_table if k.startswith(prefix)}
 
     def remove_group(self, group: str) -> None:
-        for key in [k for k in self.offset_table if k.endswith(f"@{group}")]:
-            del self.offset_table[key]
-        self._dirty = True
+        self._remove(lambda k: k.endswith(f"@{group}") or k.endswith(f"@{group}{BROADCAST_SUFFIX}"))
 
     def remove_topic(self, topic: str) -> None:
-        for key in [k for k in self.offset_table if k.startswith(f"{topic}@")]:
-            del self.offset_table[key]
+        self._remove(lambda k: k.startswith(f"{topic}@"))
+
+    def _remove(self, match) -> None:
+        for table in (self.offset_table, self.reset_offset_table, self.pull_offset_table):
+            for key in [k for k in table if match(k)]:
+                del table[key]
+        self._fenced = {f: o for f, o in self._fenced.items() if not match(f[0])}
         self._dirty = True

@@ -19,11 +19,14 @@ from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
+from .broadcast_offset import BroadcastOffsetManager
+from .broker2client import Broker2Client
 from .handlers.admin_broker import AdminBrokerProcessor
 from .handlers.client_manage import ClientManageProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pull_message import PullMessageProcessor
+from .handlers.offset_admin import OffsetAdminProcessor
 from .handlers.query_message import QueryMessageProcessor
 from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
@@ -72,15 +75,16 @@ class BrokerController:
         self.producer_manager = ProducerManager(config.channel_expired_timeout_s)
         self.lock_manager = RebalanceLockManager()
         self.schedule_service = ScheduleMessageService(self, config_dir)
-        #: (group, topic, queue id) -> next offset after the last FOUND pull: what was handed to consumers
-        self.pulled_offsets: dict[tuple[str, str, int], int] = {}
+        self.broadcast_offsets = BroadcastOffsetManager(
+            self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_s)
+        self.broker2client = Broker2Client(self)
 
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
         table = DispatchTable(f"broker {config.broker_name}")
         for processor in (SendMessageProcessor(self), self.pull_processor, ConsumerManageProcessor(self),
                           ClientManageProcessor(self), ConsumerSendBackProcessor(self), QueryMessageProcessor(self),
-                          AdminBrokerProcessor(self)):
+                          AdminBrokerProcessor(self), OffsetAdminProcessor(self)):
             processor.register(table)
         self.table = table
         self.server = RemotingServer(f"broker {config.broker_name}", table, config.host, config.broker_port)
@@ -132,6 +136,7 @@ class BrokerController:
         self._every(self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)
         self._every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
         self._every(10.0, self._clean_files)
+        self._every(5.0, self.broadcast_offsets.scan)
         self._every(30.0, self._register_periodically)
         self.started_at = time.time()
 
@@ -243,8 +248,9 @@ class BrokerController:
         else:
             self.pull_hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
-    def record_pulled(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
-        self.pulled_offsets[(group, topic, queue_id)] = next_offset
+    def _client_online(self, group: str, client_id: str) -> bool:
+        gi = self.consumer_manager.get(group)
+        return gi is not None and gi.find_channel(client_id) is not None
 
     def delete_topic(self, topic: str) -> None:
         self.topic_config_manager.delete(topic)

@@ -23,12 +23,13 @@ Rerun = Callable[[RemotingCommand, RemotingConnection], RemotingCommand]
 
 
 class PullRequest:
-    __slots__ = ("request", "conn", "offset", "codes", "deadline", "timer", "key", "done")
+    __slots__ = ("request", "conn", "group", "offset", "codes", "deadline", "timer", "key", "done")
 
     def __init__(self, request: RemotingCommand, conn: RemotingConnection, offset: int, codes: frozenset[int] | None,
-                 deadline: float) -> None:
+                 deadline: float, group: str = "") -> None:
         self.request = request
         self.conn = conn
+        self.group = group
         self.offset = offset
         self.codes = codes  # tag hash codes to match, None = everything
         self.deadline = deadline
@@ -87,6 +88,22 @@ class PullRequestHoldService:
         except Exception as exc:  # noqa: BLE001 - the client still gets an answer
             response = pr.conn._error_response(pr.request, exc)
         pr.conn._reply(pr.request, response)
+
+    def wake_group(self, group: str, topic: str) -> int:
+        """Answer now every held pull of `group` on `topic` (a reset was stored: their next pull applies it)."""
+        woken = 0
+        for key in [k for k in self.table if k[0] == topic]:
+            held = self.table[key]
+            keep = [pr for pr in held if pr.group != group]
+            for pr in held:
+                if pr.group == group:
+                    self._answer(pr)
+                    woken += 1
+            if keep:
+                self.table[key] = keep
+            else:
+                del self.table[key]
+        return woken
 
     def channel_closed(self, conn: RemotingConnection) -> None:
         """Forget the held pulls of a closed connection: nobody waits for their answers."""

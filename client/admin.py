@@ -9,12 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper, ResetOffsetBody, TopicOffset, TopicStatsTable
+from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper, ResetOffsetBody,
+                                                     TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
+from rocketmq_emulator.protocol.emulator_requests import (EmulatorRequestCode, ExpireFilesNowRequestHeader,
+                                                          ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                               DeleteTopicFromNamesrvRequestHeader,
-                              GetConsumeStatsRequestHeader, QueryMessageRequestHeader, ResetOffsetRequestHeader,
+                              GetConsumerStatusRequestHeader, GetConsumeStatsRequestHeader,
+                              QueryMessageRequestHeader, ResetOffsetRequestHeader,
                               TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
 
@@ -243,9 +247,11 @@ class Admin(InstanceUser):
     async def reset_offset_by_timestamp(self, group: str, topic: str, timestamp: int, *, force: bool = True,
                                         cpp: bool = False) -> ResetOffsetResult:
         """mqadmin resetOffsetByTime (§12.3). `timestamp` in ms, -1 = now (the max offset). With `force`
-        False an offset only moves backwards. Asks every broker of the topic (INVOKE_BROKER_TO_RESET_OFFSET);
-        when a broker answers CONSUMER_NOT_ONLINE or does not support it, falls back to the old method: the new
-        offsets are written straight to the brokers (online consumers would overwrite them)."""
+        False an offset only moves backwards. Asks every broker of the topic (INVOKE_BROKER_TO_RESET_OFFSET),
+        which tells the group's online consumers (and, with server-side reset, applies it at their next pull);
+        `cpp` asks for the C++ body form for every client (mqadmin -c). When a broker answers
+        CONSUMER_NOT_ONLINE, falls back to the old method, as mqadmin does: the new offsets are written straight
+        to the brokers. Any other error fails the call."""
         validate_name("group", group)
         route = await self.topic_route(topic)
         rows: list[ResetOffsetRow] = []
@@ -258,7 +264,7 @@ class Admin(InstanceUser):
             if cpp:
                 cmd.language = "CPP"
             response = await self.instance.remoting.invoke(addr, cmd, self.config.request_timeout)
-            if response.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.REQUEST_CODE_NOT_SUPPORTED):
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:  # mqadmin's rule: only then the old method
                 return ResetOffsetResult("old", await self._reset_old(group, topic, timestamp, force, route))
             if response.code != ResponseCode.SUCCESS:
                 raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}",
@@ -266,6 +272,77 @@ class Admin(InstanceUser):
             table = ResetOffsetBody.decode(response.body).offset_table if response.body else {}
             rows.extend(ResetOffsetRow(mq, off) for mq, off in sorted(table.items()))
         return ResetOffsetResult("broker", rows)
+
+    async def reset_offset(self, group: str, topic: str, offset: int, *, queue_id: int | None = None
+                           ) -> ResetOffsetResult:
+        """Reset a group's offset of one queue (`queue_id`) or of every queue of the topic to `offset`, on every
+        broker of the topic (INVOKE_BROKER_TO_RESET_OFFSET with an explicit offset, as 5.x's
+        resetOffsetByQueueId). The broker checks the offset against each queue's [min, max]. With no consumer
+        online and no server-side reset on the broker, the offsets are written straight to it."""
+        validate_name("group", group)
+        if offset < 0:
+            raise InvalidArgumentError(f"offset {offset}: must be 0 or more")
+        route = await self.topic_route(topic)
+        rows: list[ResetOffsetRow] = []
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=-1, is_force=True, queue_id=queue_id,
+                                       offset=offset).to_ext()
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = bd.broker_addrs.get(routing.MASTER_ID)
+            if addr is None:
+                continue
+            response = await self.instance.remoting.invoke(addr, request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                                                                         ext), self.config.request_timeout)
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                queues = [queue_id] if queue_id is not None else range(next(
+                    (q.write_queue_nums for q in route.queue_datas if q.broker_name == bd.broker_name), 0))
+                for q in queues:
+                    mq = MessageQueue(topic, bd.broker_name, q)
+                    await self.instance.api.update_consumer_offset(addr, group, mq, offset)
+                    rows.append(ResetOffsetRow(mq, offset))
+                continue
+            if response.code != ResponseCode.SUCCESS:
+                raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}",
+                                     addr=addr)
+            table = ResetOffsetBody.decode(response.body).offset_table if response.body else {}
+            rows.extend(ResetOffsetRow(mq, off) for mq, off in sorted(table.items()))
+        return ResetOffsetResult("broker", rows)
+
+    async def get_consumer_status(self, group: str, topic: str, client_id: str | None = None
+                                  ) -> dict[str, dict[MessageQueue, int]]:
+        """Each online client's in-memory offsets of the topic, by client id, merged over the topic's brokers
+        (INVOKE_BROKER_TO_GET_CONSUMER_STATUS, relayed by each broker to the clients, as mqadmin's
+        getConsumerStatus). Clients that do not answer (the C++ client never does) are left out."""
+        route = await self.topic_route(topic)
+        ext = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=client_id).to_ext()
+        merged: dict[str, dict[MessageQueue, int]] = {}
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = bd.broker_addrs.get(routing.MASTER_ID)
+            if addr is None:
+                continue
+            response = await self.instance.api.call(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, ext,
+                                                    operation=f"status of group {group!r}",
+                                                    timeout=self.config.request_timeout + 6)
+            for cid, table in GetConsumerStatusBody.decode(response.body).consumer_table.items():
+                merged.setdefault(cid, {}).update(table)
+        return {cid: dict(sorted(t.items())) for cid, t in sorted(merged.items())}
+
+    async def expire_now(self, topic: str | None = None) -> dict[str, int]:
+        """Retention on demand (the emulator's EXPIRE_FILES_NOW): every broker (of `topic`, or of every
+        cluster) closes its current commitlog segment and deletes all before it, so every message stored so
+        far expires and each queue's min offset moves to its max. Returns broker address -> files deleted.
+        A real broker answers REQUEST_CODE_NOT_SUPPORTED."""
+        if topic is not None:
+            route = await self.topic_route(topic)
+            addrs = sorted(a for bd in route.broker_datas if (a := bd.broker_addrs.get(routing.MASTER_ID)))
+        else:
+            addrs = await self._master_addrs()
+        ext = ExpireFilesNowRequestHeader(topic=topic).to_ext()
+        out = {}
+        for addr in addrs:
+            response = await self.instance.api.call(addr, EmulatorRequestCode.EXPIRE_FILES_NOW, ext,
+                                                    operation="expire files now")
+            out[addr] = ExpireFilesNowResponseHeader.from_ext(response.ext_fields).deleted_files
+        return out
 
     async def _reset_old(self, group: str, topic: str, timestamp: int, force: bool,
                          route: TopicRouteData) -> list[ResetOffsetRow]:

@@ -115,21 +115,32 @@ async def topic_status(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     return data, table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"], rows)
 
 
+def progress_figures(w: Any) -> tuple[int, int, int]:
+    """(pulled, inflight, ready) of a queue: inflight = pulled - committed, ready = max - pulled (never
+    negative). A broker without 5.x's pull offset gives pulled = committed."""
+    pulled = w.pull_offset if w.pull_offset is not None else w.consumer_offset
+    pulled = min(max(pulled, w.consumer_offset), max(w.broker_offset, w.consumer_offset))
+    return pulled, pulled - w.consumer_offset, max(0, w.broker_offset - pulled)
+
+
 async def _progress(admin: Admin, group: str) -> tuple[Any, list[list[Any]], int, float]:
     stats = await admin.consumer_progress(group)
-    data = [{**mq_json(mq), "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
-             "diff": w.broker_offset - w.consumer_offset, "lastTimestamp": w.last_timestamp}
-            for mq, w in stats.offset_table.items()]
-    rows = [[mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
-             w.broker_offset - w.consumer_offset, fmt_time(w.last_timestamp)] for mq, w in stats.offset_table.items()]
+    data, rows = [], []
+    for mq, w in stats.offset_table.items():
+        pulled, inflight, ready = progress_figures(w)
+        data.append({**mq_json(mq), "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+                     "pullOffset": pulled, "diff": w.broker_offset - w.consumer_offset, "inflight": inflight,
+                     "ready": ready, "lastTimestamp": w.last_timestamp})
+        rows.append([mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, pulled,
+                     w.broker_offset - w.consumer_offset, inflight, ready, fmt_time(w.last_timestamp)])
     return data, rows, stats.total_diff(), stats.consume_tps
 
 
 async def consumer_progress(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     if a.group:
         data, rows, diff, tps = await _progress(admin, a.group)
-        text = table(["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
-                      "#LastTime"], rows)
+        text = table(["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Pulled", "#Diff",
+                      "#Inflight", "#Ready", "#LastTime"], rows)
         return {"group": a.group, "consumeTps": tps, "diffTotal": diff, "offsets": data}, \
             f"{text}\n\nConsume TPS: {tps:.2f}\nDiff Total: {diff}"
     out, rows = [], []
@@ -176,6 +187,34 @@ async def reset_offset_by_time(admin: Admin, a: argparse.Namespace) -> tuple[Any
                        r.timestamp_offset, r.offset] for r in result.rows])
         text = "The broker could not reset the group's online consumers (no consumer online, or not supported); " \
                "the offsets were written to the brokers directly.\n" + text
+    return data, text
+
+
+async def reset_offset(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    result = await admin.reset_offset(a.group, a.topic, a.offset, queue_id=a.queue_id)
+    rows = [{**mq_json(r.queue), "offset": r.offset} for r in result.rows]
+    data = {"group": a.group, "topic": a.topic, "method": result.method, "offsets": rows}
+    return data, table(["#brokerName", "#queueId", "#offset"],
+                       [[r.queue.broker_name, r.queue.queue_id, r.offset] for r in result.rows])
+
+
+async def get_consumer_status(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    status = await admin.get_consumer_status(a.group, a.topic, a.client_id)
+    data = {cid: [{**mq_json(mq), "offset": off} for mq, off in t.items()] for cid, t in status.items()}
+    rows = [[cid, mq.broker_name, mq.queue_id, off] for cid, t in status.items() for mq, off in t.items()]
+    return data, table(["#clientId", "#brokerName", "#queueId", "#offset"], rows)
+
+
+async def expire_now(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    deleted = await admin.expire_now(a.topic)
+    data: dict[str, Any] = {"brokers": [{"addr": addr, "deletedFiles": n} for addr, n in deleted.items()]}
+    text = "\n".join(f"{addr}: {n} commitlog file(s) expired" for addr, n in deleted.items())
+    if a.topic:
+        status = await admin.topic_status(a.topic)
+        data["queues"] = [{**mq_json(mq), "minOffset": t.min_offset, "maxOffset": t.max_offset}
+                          for mq, t in status.items()]
+        text += "\n" + table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset"],
+                             [[mq.broker_name, mq.queue_id, t.min_offset, t.max_offset] for mq, t in status.items()])
     return data, text
 
 
@@ -247,6 +286,17 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS")
     p.add_argument("-f", "--force", type=boolean, default=True, help="false: only move offsets backwards")
     p.add_argument("-c", "--cplus", action="store_true", help="ask for the C++ client's reset body")
+    p = cmd("resetOffset", reset_offset, "reset a group's offset of one queue, or of every queue, to an offset")
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-o", "--offset", type=int_range(0), required=True, help="the new offset (0 or more)")
+    p.add_argument("-q", "--queueId", dest="queue_id", type=int_range(0, 1023), help="only this queue")
+    p = cmd("getConsumerStatus", get_consumer_status, "each online client's in-memory offsets of a topic")
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-i", "--originClientId", dest="client_id", help="only this client")
+    p = cmd("expireNow", expire_now, "retention on demand: every message stored so far expires (emulator only)")
+    p.add_argument("-t", "--topic", help="only the brokers of this topic, and show its queues' min/max")
     p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)
     p.add_argument("-t", "--topic")

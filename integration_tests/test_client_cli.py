@@ -107,14 +107,14 @@ async def test_consumer_commands_and_reset_offset(ns):
     groups = await _async_cli_json(ns, "consumerProgress")
     assert {"group": "cli_group", "consumeTps": 0.0, "diffTotal": 0} in groups
 
-    # no consumer online: the broker cannot reset through the clients, the old method writes the offsets
+    # no consumer online: the broker records the reset (server-side reset) and applies it when the group returns
     reset = await _async_cli_json(ns, "resetOffsetByTime", "-g", "cli_group", "-t", "CliConsume", "-s", "0")
-    assert reset["method"] == "old" and all(r["offset"] == 0 for r in reset["offsets"])
+    assert reset["method"] == "broker" and all(r["offset"] == 0 for r in reset["offsets"])
     progress = await _async_cli_json(ns, "consumerProgress", "-g", "cli_group")
     assert progress["diffTotal"] == 8
     text = (await _async_cli("admin", "resetOffsetByTime", "-n", ns, "-g", "cli_group", "-t", "CliConsume",
                              "-s", "now")).stdout
-    assert "#rollbackOffset" in text or "#resetOffset" in text
+    assert text.splitlines()[0].split() == ["#brokerName", "#queueId", "#offset"]
     assert (await _async_cli_json(ns, "consumerProgress", "-g", "cli_group"))["diffTotal"] == 0
     future = time.strftime("%Y-%m-%d#%H:%M:%S:000", time.localtime(time.time() + 3600))
     await _async_cli_json(ns, "resetOffsetByTime", "-g", "cli_group", "-t", "CliConsume", "-s", future, "-f", "false")
@@ -131,6 +131,19 @@ async def _async_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def _async_cli_json(ns: str, *args: str):
     return json.loads((await _async_cli("admin", *args, "-n", ns, "--json")).stdout)
+
+
+def test_reset_without_server_side_reset_falls_back_to_writing_offsets(emulator_factory):
+    """4.9.x: with no consumer online the broker answers CONSUMER_NOT_ONLINE and the admin writes the offsets."""
+    ns = emulator_factory(use_server_side_reset_offset=False).namesrv_addr
+    cli("produce", "-n", ns, "-t", "OldReset", "-m", "m{i}", "-c", "4")
+    cli("consume", "-n", ns, "-t", "OldReset", "-g", "old_group", "--from-beginning", "--max-messages", "4")
+    reset = admin_json(ns, "resetOffsetByTime", "-g", "old_group", "-t", "OldReset", "-s", "0")
+    assert reset["method"] == "old" and all(r["offset"] == 0 for r in reset["offsets"])
+    assert admin_json(ns, "consumerProgress", "-g", "old_group")["diffTotal"] == 4
+    text = cli("admin", "resetOffsetByTime", "-n", ns, "-g", "old_group", "-t", "OldReset", "-s", "now").stdout
+    assert "written to the brokers directly" in text and "#resetOffset" in text
+    assert admin_json(ns, "consumerProgress", "-g", "old_group")["diffTotal"] == 0
 
 
 def test_errors_are_reported_not_raised(ns):

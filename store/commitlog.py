@@ -87,6 +87,16 @@ class CommitLog:
     def roll_next_file(self, offset: int) -> int:
         return offset + self.file_size - offset % self.file_size
 
+    def roll(self) -> bool:
+        """Close the segment being written (BLANK filler) and start the next one, so everything stored so far
+        is in complete segments. False when the segment is still empty (nothing to close). Raises OSError when
+        the next segment cannot be created."""
+        files = self.queue.files
+        if not files or files[-1].wrote_position == 0:
+            return False
+        self._roll(self.file_size)
+        return True
+
     # -- append --------------------------------------------------------------------------------------
     def _prefix(self, topic: str) -> bytes | None:
         prefix = self._topic_prefix.get(topic)

@@ -507,13 +507,26 @@ class MessageStore(MessageLookup):
         """DELETE_EXPIRED_COMMITLOG: the next 20 cleaner runs delete expired segments whatever the hour."""
         self.cleaner.execute_delete_files_manually()
 
-    def expire_files_now(self, older_than_ms: int | None = None, count: int | None = None) -> int:
+    def expire_files_now(self, older_than_ms: int | None = None, count: int | None = None, *,
+                         roll: bool = False) -> int:
         """Delete now the oldest commitlog segments entirely older than `older_than_ms` (at most `count`; never the
-        active one), then consume-queue/index files below the new minimum, and correct min offsets."""
+        active one), then consume-queue/index files below the new minimum, and correct min offsets. With `roll`,
+        the active segment is closed first, so every message stored so far can expire."""
         with self._lock:
             if not self._running:
                 return 0
-            return _retention.expire_files_now(self, older_than_ms, count)
+            if roll:
+                try:
+                    self.commitlog.roll()
+                except OSError:
+                    return 0  # no room for a new segment: nothing expires
+                self._write_checkpoint()  # the closed segment is complete on disk before older ones go
+            deleted = _retention.expire_files_now(self, older_than_ms, count)
+            if roll:  # every queue's min moves past what expired, even with no message stored after it yet
+                phy_min = self.commitlog.min_offset
+                for cq in self.consume_queues():
+                    cq.correct_min_offset(phy_min, True)
+            return deleted
 
     # ------------------------------------------------------------------------------------------------
     # stats

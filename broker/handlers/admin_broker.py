@@ -1,16 +1,16 @@
 """Topic and admin requests (reference §9.12, §9.16, §9.17): create/update/delete topics, topic configs and
-stats, subscription groups, consume stats, runtime info, and the manual expiry of commitlog files."""
+stats, subscription groups, runtime info, and the manual expiry of commitlog files."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, OffsetWrapper, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+from rocketmq_emulator.protocol.admin_bodies import (SubscriptionGroupConfig, SubscriptionGroupWrapper,
                                    TopicConfig, TopicFilterType, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
-                              GetConsumeStatsRequestHeader, TopicRequestHeader)
+                              TopicRequestHeader)
 
 from ..remoting import DispatchTable, RemotingConnection
 from ..topic_config import validate_topic
@@ -32,7 +32,6 @@ class AdminBrokerProcessor:
         table.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group)
         table.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.get_all_subscription_group)
         table.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group)
-        table.register(RequestCode.GET_CONSUME_STATS, self.get_consume_stats)
         table.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who)
         table.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.get_all_consumer_offset)
         table.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
@@ -102,30 +101,6 @@ class AdminBrokerProcessor:
         if h.remove_offset:
             self.broker.consumer_offset_manager.remove_group(h.group_name)
         return RemotingCommand.response_to(req)
-
-    def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        """§9.12: per queue of each topic of the group, broker offset, stored consumer offset, last time."""
-        b = self.broker
-        h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
-        group = h.consumer_group
-        topics = {h.topic} if h.topic else b.consumer_offset_manager.topics_of_group(group)
-        gi = b.consumer_manager.get(group)
-        table = {}
-        for topic in sorted(topics):
-            tc = b.topic_config_manager.get(topic)
-            if tc is None:
-                continue
-            if gi is not None and gi.subscription_table and topic not in gi.subscription_table:
-                continue
-            for q in range(tc.read_queue_nums):
-                broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
-                consumer_offset = max(0, b.consumer_offset_manager.query_offset(group, topic, q))
-                last = 0
-                if consumer_offset >= 1:
-                    last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
-                table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
-                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last)
-        return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=0.0, offset_table=table).encode())
 
     def query_topic_consume_by_who(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(req.ext_fields).topic

@@ -1,9 +1,11 @@
 """QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP,
 GET_EARLIEST_MSG_STORETIME (reference §9.7, §9.13).
 
-QUERY_CONSUMER_OFFSET follows 4.9.x exactly (seed 001): with no stored offset, a queue whose min offset is
-still 0 and whose first message is not "on disk" answers 0 (so a new group reads the whole young queue even
-with CONSUME_FROM_LAST_OFFSET); otherwise QUERY_NOT_FOUND, and the client applies its ConsumeFromWhere rule.
+QUERY_CONSUMER_OFFSET follows 4.9.x exactly: with no stored offset, a queue whose min offset is still 0 and
+whose first message is not "on disk" answers 0 (so a new group reads the whole young queue even with
+CONSUME_FROM_LAST_OFFSET); otherwise QUERY_NOT_FOUND, and the client applies its ConsumeFromWhere rule. A 5.x
+request with `setZeroIfNotFound=false`, and every request with `newGroupOffset=strict`, gets QUERY_NOT_FOUND
+whenever no offset is stored.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class ConsumerManageProcessor:
         if offset >= 0:
             return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
         store = self.broker.store
-        if h.set_zero_if_not_found is not False:
+        if h.set_zero_if_not_found is not False and self.broker.config.new_group_offset == "legacy":
             min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
             if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
                 return RemotingCommand.response_to(req, ext_fields={"offset": "0"})

@@ -97,15 +97,24 @@ class PullMessageProcessor:
             raise BrokerError(_R.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
                                                + expression_type)
 
+        gi = b.consumer_manager.get(h.consumer_group)
+        broadcasting = gi is not None and gi.message_model == MessageModel.BROADCASTING
+        client_id = conn.attributes.get("client_id") or conn.peer
+        moved_to = self._offset_override(h, broadcasting, client_id)
+        if moved_to is not None:
+            return self._moved(req, h, moved_to, broadcasting, client_id)
+
         result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums, codes)
         if result is None:
             raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
         status = result.status
         body = b""
+        b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
+        if broadcasting:
+            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, h.queue_offset)
         if status is _S.FOUND:
             code = _R.SUCCESS
             body = result.body()
-            b.record_pulled(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
         elif status is _S.NO_MATCHED_MESSAGE or status is _S.MESSAGE_WAS_REMOVING:
             code = _R.PULL_RETRY_IMMEDIATELY
         elif status is _S.NO_MATCHED_LOGIC_QUEUE or status is _S.NO_MESSAGE_IN_QUEUE:
@@ -121,7 +130,8 @@ class PullMessageProcessor:
 
         if code == _R.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
             hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_ms
-            pr = PullRequest(req, conn, h.queue_offset, codes, time.monotonic() + max(0, hold_ms) / 1000)
+            pr = PullRequest(req, conn, h.queue_offset, codes, time.monotonic() + max(0, hold_ms) / 1000,
+                             h.consumer_group)
             b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
             return None
 
@@ -131,6 +141,38 @@ class PullMessageProcessor:
         return RemotingCommand.response_to(req, code, status.name, {
             "suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}, body)
+
+    def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> int | None:
+        """Where this pull must go instead of its queueOffset: a pending server-side reset, or (broadcasting) the
+        broker's offset for a client that starts at the end of the queue. None: as asked."""
+        b = self.broker
+        target = None
+        if b.config.use_server_side_reset_offset:
+            if broadcasting:
+                target = b.broadcast_offsets.take_reset(h.topic, h.consumer_group, h.queue_id, client_id)
+            else:
+                target = b.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group,
+                                                                                 h.queue_id)
+        if target is None and broadcasting and b.config.enable_broadcast_offset_store:
+            target = b.broadcast_offsets.init_offset(h.topic, h.consumer_group, h.queue_id, client_id,
+                                                     h.queue_offset,
+                                                     b.store.get_max_offset_in_queue(h.topic, h.queue_id))
+        return target if target is not None and target != h.queue_offset else None
+
+    def _moved(self, req: RemotingCommand, h: PullMessageRequestHeader, offset: int, broadcasting: bool,
+               client_id: str) -> RemotingCommand:
+        """PULL_OFFSET_MOVED to `offset` (5.x's OFFSET_RESET): every client moves its pull there at once, and
+        the pull's commit offset (the client's old position) is not stored."""
+        b = self.broker
+        b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, offset)
+        if broadcasting:
+            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, offset)
+        log.info("%s: pull of %s queue %d by %s moved from %d to %d", h.consumer_group, h.topic, h.queue_id,
+                 client_id, h.queue_offset, offset)
+        return RemotingCommand.response_to(req, _R.PULL_OFFSET_MOVED, "OFFSET_RESET", {
+            "suggestWhichBrokerId": "0", "nextBeginOffset": str(offset),
+            "minOffset": str(b.store.get_min_offset_in_queue(h.topic, h.queue_id)),
+            "maxOffset": str(b.store.get_max_offset_in_queue(h.topic, h.queue_id))})
 
     def _offset_moved_event(self, h: PullMessageRequestHeader, offset_new: int) -> None:
         """Record the correction in topic OFFSET_MOVED_EVENT, as a master broker does (§9.4)."""

@@ -1,0 +1,165 @@
+"""`Broker2Client`: resets and status requests a broker makes of a group's clients (INVOKE_BROKER_TO_RESET_OFFSET
+→ RESET_CONSUMER_CLIENT_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS → GET_CONSUMER_STATUS_FROM_CLIENT).
+
+How a reset is computed, per queue of the topic (all of them, or one), as 4.9.x does with the fixes the
+README's "Consumer offsets" section describes:
+
+* the target is the explicit offset when given, else the queue's max offset for timestamp -1, else the first
+  offset stored at or after the timestamp;
+* clustering: without force an offset only moves back (`target` if it is below the committed offset, else the
+  committed one). A group with no committed offset for a queue is "not exist" in 4.9.x (SYSTEM_ERROR); with
+  server-side reset on it simply takes the target, as 5.x does;
+* broadcasting: every queue takes the target (the broker holds no committed offset to compare with).
+
+Then the reset goes to every online client in the body form it reads (C++: the list form; everyone else: the
+Java object-key form), and, with server-side reset on, it is also recorded and applied at each queue's next
+pull, so it reaches clients that ignore RESET_CONSUMER_CLIENT_OFFSET, were offline, or had a pull in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
+from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
+from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.headers import GetConsumerStatusRequestHeader, ResetOffsetRequestHeader
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.reset")
+
+#: clients older than this (3.0.7) cannot apply a reset (upstream's rule)
+MIN_RESET_CLIENT_VERSION = 28
+STATUS_TIMEOUT_S = 5.0
+
+
+@dataclass
+class ResetRequest:
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool
+    queue_id: int | None = None
+    offset: int | None = None
+    for_cpp: bool = False  # the admin asked for the C++ body form for every client (mqadmin -c)
+
+
+class Broker2Client:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    # -- reset --------------------------------------------------------------------------------------
+    def compute_reset(self, r: ResetRequest, broadcasting: bool) -> dict[MessageQueue, int]:
+        b = self.broker
+        tc = b.topic_config_manager.get(r.topic)
+        if tc is None:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                              f"[reset-offset] reset offset failed, no topic in this broker. topic={r.topic}")
+        queues = range(tc.write_queue_nums) if r.queue_id is None else [r.queue_id]
+        if r.queue_id is not None and not 0 <= r.queue_id < max(tc.write_queue_nums, tc.read_queue_nums):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"queueId[{r.queue_id}] is illegal, topic:[{r.topic}]")
+        server_side = b.config.use_server_side_reset_offset
+        table: dict[MessageQueue, int] = {}
+        for q in queues:
+            target = self._target(r, q)
+            mq = MessageQueue(r.topic, b.config.broker_name, q)
+            if broadcasting:
+                table[mq] = target
+                continue
+            committed = b.consumer_offset_manager.query_offset(r.group, r.topic, q)
+            if committed < 0:
+                if not server_side:
+                    raise BrokerError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{r.group}> not exist")
+                table[mq] = target
+            elif r.is_force or target < committed:
+                table[mq] = target
+            else:
+                table[mq] = committed
+        return table
+
+    def _target(self, r: ResetRequest, queue_id: int) -> int:
+        store = self.broker.store
+        if r.offset is not None:
+            low, high = store.get_min_offset_in_queue(r.topic, queue_id), store.get_max_offset_in_queue(r.topic, queue_id)
+            if not low <= r.offset <= high:
+                raise BrokerError(ResponseCode.SYSTEM_ERROR, f"Target offset {r.offset} not in consume queue range "
+                                                             f"[{low}-{high}] of queue {queue_id}")
+            return r.offset
+        if r.timestamp == -1:
+            return max(0, store.get_max_offset_in_queue(r.topic, queue_id))
+        return max(0, store.get_offset_in_queue_by_time(r.topic, queue_id, r.timestamp))
+
+    def reset_offset(self, r: ResetRequest) -> dict[MessageQueue, int]:
+        """Compute, record (server-side), tell the online clients. Raises BrokerError with upstream's codes."""
+        b = self.broker
+        gi = b.consumer_manager.get(r.group)
+        broadcasting = (gi.message_model == MessageModel.BROADCASTING) if gi is not None \
+            else b.broadcast_offsets.knows_group(r.group)
+        table = self.compute_reset(r, broadcasting)
+        if b.config.use_server_side_reset_offset:
+            for mq, offset in table.items():
+                if broadcasting:
+                    b.broadcast_offsets.assign_reset(r.topic, r.group, mq.queue_id, offset)
+                else:
+                    b.consumer_offset_manager.assign_reset_offset(r.topic, r.group, mq.queue_id, offset)
+            b.pull_hold_service.wake_group(r.group, r.topic)
+        channels = list(gi.channels.values()) if gi is not None else []
+        if not channels:
+            if not b.config.use_server_side_reset_offset:
+                raise BrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, "
+                                                                    f"Group: {r.group} Topic: {r.topic} "
+                                                                    f"Timestamp: {r.timestamp}")
+            log.info("[reset-offset] %s of %s recorded; no client online, applied when the group pulls again",
+                     r.topic, r.group)
+            return table
+        body = ResetOffsetBody(offset_table=table)
+        java_form, c_form = body.encode(), body.encode_for_c()
+        header = ResetOffsetRequestHeader(topic=r.topic, group=r.group, timestamp=r.timestamp, is_force=False)
+        for info in channels:
+            if info.version < MIN_RESET_CLIENT_VERSION:
+                raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                                  f"the client does not support this feature. version={info.version}")
+        for info in channels:
+            cpp = r.for_cpp or str(info.language).upper() == "CPP"
+            request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
+                                              c_form if cpp else java_form)
+            info.connection.invoke_oneway(request)
+            log.info("[reset-offset] %s of %s sent to %s (%s form)", r.topic, r.group, info.client_id,
+                     "C++" if cpp else "Java")
+        return table
+
+    # -- consumer status ----------------------------------------------------------------------------
+    async def get_consumer_status(self, topic: str, group: str, client_addr: str | None
+                                  ) -> dict[str, dict[MessageQueue, int]]:
+        """Each client's in-memory offsets of the topic (GET_CONSUMER_STATUS_FROM_CLIENT, 5 s each, in parallel);
+        clients that do not answer are left out."""
+        gi = self.broker.consumer_manager.get(group)
+        channels = [c for c in (gi.channels.values() if gi is not None else [])
+                    if not client_addr or c.client_id == client_addr]
+        if not channels:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
+        for info in channels:
+            if info.version < MIN_RESET_CLIENT_VERSION:
+                raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                                  f"the client does not support this feature. version={info.version}")
+        ext = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=client_addr).to_ext()
+
+        async def ask(info) -> tuple[str, dict[MessageQueue, int] | None]:
+            try:
+                response = await info.connection.invoke(
+                    RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, ext), STATUS_TIMEOUT_S)
+                if response.code != ResponseCode.SUCCESS:
+                    return info.client_id, None
+                return info.client_id, GetConsumerStatusBody.decode(response.body).message_queue_table
+            except (asyncio.TimeoutError, TimeoutError, ConnectionError, ProtocolError) as exc:
+                log.info("GET_CONSUMER_STATUS_FROM_CLIENT to %s: no answer (%s)", info.client_id,
+                         type(exc).__name__)
+                return info.client_id, None
+        answers = await asyncio.gather(*(ask(info) for info in channels))
+        return {cid: table for cid, table in answers if table is not None}

@@ -1,0 +1,104 @@
+"""Admin requests about consumer offsets: INVOKE_BROKER_TO_RESET_OFFSET (222), INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+(223), GET_CONSUME_STATS (with 5.x's pull offset, for ready and inflight), and the emulator's EXPIRE_FILES_NOW.
+
+GET_CONSUME_STATS per queue: `brokerOffset` (max), `consumerOffset` (committed; for a broadcasting group the
+minimum over its live clients), `pullOffset` (the next offset the group's last pull was given, never below the
+committed one) and `lastTimestamp`. Inflight = pullOffset − consumerOffset, ready = brokerOffset − pullOffset.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper, ResetOffsetBody,
+                                                     TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
+from rocketmq_emulator.protocol.emulator_requests import (EmulatorRequestCode, ExpireFilesNowRequestHeader,
+                                                          ExpireFilesNowResponseHeader)
+from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, GetConsumeStatsRequestHeader,
+                                                ResetOffsetRequestHeader)
+
+from ..broker2client import ResetRequest
+from ..consumer_offset import BROADCAST_SUFFIX
+from ..remoting import DispatchTable, RemotingConnection
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+
+class OffsetAdminProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, table: DispatchTable) -> None:
+        table.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, self.reset_offset)
+        table.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, self.get_consumer_status)
+        table.register(RequestCode.GET_CONSUME_STATS, self.get_consume_stats)
+        table.register(EmulatorRequestCode.EXPIRE_FILES_NOW, self.expire_files_now)
+
+    def reset_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = ResetOffsetRequestHeader.from_ext(req.ext_fields)
+        offset = h.offset if h.offset is not None and h.offset >= 0 else None
+        table = self.broker.broker2client.reset_offset(ResetRequest(
+            h.topic, h.group, h.timestamp, h.is_force, queue_id=h.queue_id if h.queue_id is not None and
+            h.queue_id >= 0 else None, offset=offset, for_cpp=str(req.language).upper() == "CPP"))
+        return RemotingCommand.response_to(req, body=ResetOffsetBody(offset_table=table).encode())
+
+    async def get_consumer_status(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = GetConsumerStatusRequestHeader.from_ext(req.ext_fields)
+        tables = await self.broker.broker2client.get_consumer_status(h.topic, h.group, h.client_addr)
+        return RemotingCommand.response_to(req, body=GetConsumerStatusBody(consumer_table=tables).encode())
+
+    def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        b = self.broker
+        h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
+        group = h.consumer_group
+        gi = b.consumer_manager.get(group)
+        broadcasting = (gi.message_model == MessageModel.BROADCASTING) if gi is not None \
+            else b.broadcast_offsets.knows_group(group)
+        offsets = b.consumer_offset_manager
+        stored_as = group + BROADCAST_SUFFIX if broadcasting else group
+        topics = {h.topic} if h.topic else offsets.topics_of_group(stored_as)
+        if broadcasting and not h.topic:
+            topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
+        table = {}
+        for topic in sorted(topics):
+            tc = b.topic_config_manager.get(topic)
+            if tc is None:
+                continue
+            if gi is not None and gi.subscription_table and topic not in gi.subscription_table:
+                continue
+            for q in range(tc.read_queue_nums):
+                broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
+                if broadcasting:
+                    consumer_offset = max(0, b.broadcast_offsets.group_offset(topic, group, q))
+                    pulled = max([consumer_offset] + [c.offsets[q] for _, c in b.broadcast_offsets.live(topic, group)
+                                                      if q in c.offsets])
+                else:
+                    consumer_offset = max(0, offsets.query_offset(group, topic, q))
+                    pulled = max(consumer_offset, offsets.query_pull_offset(group, topic, q))
+                last = 0
+                if consumer_offset >= 1:
+                    last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
+                table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
+                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last,
+                    pull_offset=min(pulled, max(broker_offset, consumer_offset)))
+        return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=0.0, offset_table=table).encode())
+
+    def expire_files_now(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = ExpireFilesNowRequestHeader.from_ext(req.ext_fields)
+        store = self.broker.store
+        if h.topic is not None and self.broker.topic_config_manager.get(h.topic) is None:
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        deleted = store.expire_files_now(roll=True)
+        body = b""
+        if h.topic is not None:
+            tc = self.broker.topic_config_manager.get(h.topic)
+            body = TopicStatsTable(offset_table={
+                MessageQueue(h.topic, self.broker.config.broker_name, q): TopicOffset(
+                    min_offset=max(0, store.get_min_offset_in_queue(h.topic, q)),
+                    max_offset=max(0, store.get_max_offset_in_queue(h.topic, q)), last_update_timestamp=0)
+                for q in range(tc.write_queue_nums)}).encode()
+        return RemotingCommand.response_to(req, ext_fields=ExpireFilesNowResponseHeader(deleted_files=deleted).to_ext(),
+                                           body=body)
