@@ -204,9 +204,9 @@ class RemotingClient:
         if state.connecting is not None:
             return await asyncio.shield(state.connecting)
         now = time.monotonic()
-        if now < state.next_attempt:
-            raise BrokerUnreachableError(addr, f"{state.last_error}; next connection attempt in "
-                                               f"{state.next_attempt - now:.1f} s")
+        if now < state.next_attempt:  # backing off: fail fast with what the last attempt found
+            raise BrokerUnreachableError(addr, f"{state.last_error} ({state.failures} failed connection "
+                                               f"attempt{'s' if state.failures > 1 else ''})")
         loop = asyncio.get_running_loop()
         state.connecting = loop.create_future()
         try:

@@ -209,3 +209,15 @@ def test_cluster_list_counts_no_held_pulls_once_consumers_left(emulator):
     while held() != "0" and time.monotonic() < deadline:
         time.sleep(0.1)
     assert held() == "0"
+
+
+def test_input_the_broker_refuses_is_worded_as_such(emulator):
+    ns = emulator.namesrv_addr
+    _produce(ns, "Refused", 2)
+    proc = run("admin", "resetOffset", "-n", ns, "-g", "g", "-t", "Refused", "-o", "999999", "-q", "0")
+    assert proc.returncode == 1
+    [line] = proc.stderr.strip().splitlines()
+    assert "SYSTEM_ERROR (1): Target offset 999999 not in consume queue range" in line
+    assert "the broker refused the request" in line and "internal error" not in line
+    proc = run("admin", "resetOffset", "-n", ns, "-g", "g", "-t", "Refused", "-o", "999999", "--json")
+    assert json.loads(proc.stderr)["code"] == "SYSTEM_ERROR"
