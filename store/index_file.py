@@ -66,11 +66,8 @@ class IndexFile(BlockReserving):
         except BaseException:
             os.close(fd)
             raise
-        if preallocate:
-            self.fd, self.allocated = fd, self._entries_at
-        else:
-            os.close(fd)
-            self.fd, self.allocated = -1, size
+        # kept open for the file's life: block reservation and flushes go through it (see MappedFile)
+        self.fd, self.allocated = fd, (self._entries_at if preallocate else size)
         if create:
             self.begin_timestamp = self.end_timestamp = 0
             self.begin_phy_offset = self.end_phy_offset = 0
@@ -331,16 +328,16 @@ class IndexService:
             if f in self.files:
                 f.flush()
 
-    def take_dirty_paths(self) -> list[str]:
-        """For a background flush: write pending entries and headers; return the files to fsync."""
+    def take_dirty_fds(self) -> list[int]:
+        """For a background flush: write pending entries and headers; return the descriptors to fsync."""
         self.drain()
         dirty, self._dirty = self._dirty, {}
-        paths = []
+        fds = []
         for f in dirty.values():
             if f in self.files:
                 f.write_header()
-                paths.append(f.path)
-        return paths
+                fds.append(f.fd)
+        return fds
 
     def close(self) -> None:
         for f in self.files:

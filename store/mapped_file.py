@@ -69,8 +69,8 @@ def create_full_size(path: str, size: int, preallocate: bool) -> int:
 
 class BlockReserving:
     """A sparse mapped file: disk blocks reserved in chunks just ahead of the writes (module docstring), and
-    closing/deleting it. Users have `path`, `mm`, `fd` (-1 when nothing is reserved), `allocated` and
-    `file_size`."""
+    closing/deleting it. Users have `path`, `mm`, `fd` (open for the file's life, -1 once closed),
+    `allocated` and `file_size`."""
 
     __slots__ = ()
     path: str
@@ -172,12 +172,12 @@ class MappedFile(BlockReserving):
         except BaseException:
             os.close(fd)
             raise
-        if preallocate:  # keep the descriptor to reserve blocks ahead of the writes
-            self.fd = fd
+        # The descriptor stays open for the file's life: blocks are reserved through it ahead of the writes, and
+        # flushes fdatasync it, so a flush opens nothing (and cannot fail for want of a descriptor).
+        self.fd = fd
+        if preallocate:
             self.allocated = min(file_size, allocation_chunk(file_size)) if create else 0
         else:
-            os.close(fd)
-            self.fd = -1
             self.allocated = file_size
 
     # -- state --------------------------------------------------------------------------------------

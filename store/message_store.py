@@ -16,8 +16,10 @@ Design choices:
   on start). PREPARED / ROLLBACK transactional messages get queue offset 0 and are not dispatched to a consume
   queue (ROLLBACK is not indexed either).
 * Store timestamps come from ``clock`` (ms, injectable) and are made monotonic in log order; a batch has one.
-* The broker calls ``flush_if_due(now_ms)`` (async flush period, consume-queue flush + checkpoint) and
-  ``clean_expired_files(now_ms)`` periodically; nothing runs by itself.
+* One flush path: ``plan_flush`` (under the lock) -> ``execute_flush_plan`` (fdatasync; the broker runs it in
+  a worker thread) -> ``commit_flush_plan`` (positions and checkpoint, under the lock). ``flush_if_due`` runs
+  the three inline, stop and ``flush()`` likewise; the broker calls ``clean_expired_files(now_ms)``
+  periodically; nothing runs by itself.
 * Operations return status values: ``PutMessageResult`` / ``GetMessageResult``; a stopped store answers
   SERVICE_NOT_AVAILABLE to puts and ``None`` to ``get_message`` (RocketMQ's "store getMessage return null").
 * ``NO_MATCHED_LOGIC_QUEUE`` is answered for a topic name or queue id that cannot name a consume queue
@@ -28,6 +30,7 @@ Design choices:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
@@ -62,13 +65,15 @@ def _now_ms() -> int:
 
 
 class FlushPlan:
-    """A flush prepared under the store lock: the files to fsync and what the checkpoint may then vouch for."""
+    """A flush prepared under the store lock: the files to fsync (their descriptors, open for the files' life)
+    and what the checkpoint may then vouch for."""
 
-    __slots__ = ("checkpoint", "paths", "positions", "confirm", "timestamp", "index_count")
+    __slots__ = ("checkpoint", "fds", "positions", "confirm", "timestamp", "index_count", "clean_possible")
 
     def __init__(self, checkpoint: bool) -> None:
         self.checkpoint = checkpoint
-        self.paths: list[str] = []
+        self.clean_possible = False
+        self.fds: list[int] = []
         self.positions: list[tuple[object, int]] = []
         self.confirm = 0
         self.timestamp = 0
@@ -77,22 +82,21 @@ class FlushPlan:
     def take(self, queue) -> None:
         for mf in queue.files:
             if mf.wrote_position > mf.flushed_position:
-                self.paths.append(mf.path)
+                self.fds.append(mf.fd)
                 self.positions.append((mf, mf.wrote_position))
 
 
 def execute_flush_plan(plan: FlushPlan) -> None:
     """fdatasync every planned file. Needs no lock and releases the GIL, so it belongs in a worker thread: on
-    Linux a file's fsync writes back the pages dirtied through its shared mapping, as msync does."""
-    for path in plan.paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:  # deleted by retention meanwhile: nothing left to keep
-            continue
+    Linux a file's fsync writes back the pages dirtied through its shared mapping, as msync does. It opens
+    nothing, so it works however many descriptors the process has in use. A file that retention deleted (and
+    closed) meanwhile has nothing left to keep: its descriptor fails with EBADF, which is skipped."""
+    for fd in plan.fds:
         try:
             os.fdatasync(fd)
-        finally:
-            os.close(fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.EINVAL):
+                raise
 
 
 class MessageStore(MessageLookup):
@@ -402,34 +406,18 @@ class MessageStore(MessageLookup):
 
     def _write_checkpoint(self, clean: bool = False) -> None:
         """Flush commitlog, consume queues and index, then record in the checkpoint how far everything is flushed
-        and dispatched (the next abnormal start scans from there) and, on a clean stop, the exact end."""
-        cl = self.commitlog
-        confirm = cl.max_offset
-        cl.flush()
-        for cq in self._cqs.values():
-            if cq.dirty:
-                cq.flush()
-        self.index.flush()
-        if self.index.pending:  # an index file could not be created: those messages are not indexed yet
-            confirm = min(confirm, self.index.pending[0][2])
-            clean = False
-        if self.dispatch_error_offset is not None:
-            confirm = min(confirm, self.dispatch_error_offset)
-            clean = False
-        cp = self.checkpoint
-        ts = cl.last_store_timestamp
-        cp.physic_msg_timestamp = cp.logics_msg_timestamp = ts
-        cp.index_msg_timestamp = ts
-        cp.confirm_offset = confirm
-        cp.clean = clean
-        cp.clean_end_offset = confirm if clean else -1
-        cp.index_count = self.index.files[-1].index_count if self.index.files else 0
-        cp.flush()
+        and dispatched (the next abnormal start scans from there) and, on a clean stop, the exact end. The
+        same plan -> execute -> commit as the background flush, run inline under the lock."""
+        plan = self._plan(checkpoint=True)
+        execute_flush_plan(plan)
+        self._commit(plan, clean)
 
-    # -- background flush: plan under the lock, fsync without it (GIL released), commit under the lock --------
+    # -- the one flush path: plan under the lock, fsync (a worker thread may do it), commit under the lock ----
     def plan_flush(self, now_ms: int | None = None) -> FlushPlan | None:
-        """What is due now (the same schedule as `flush_if_due`), without doing any I/O: None if nothing is.
-        Run `execute_flush_plan(plan)` in a worker thread, then `commit_flush_plan(plan)`."""
+        """What is due now, without doing any I/O: None if nothing is. The commitlog every
+        flush_interval_commit_log ms (ASYNC_FLUSH), consume queues, index and checkpoint every
+        flush_interval_consume_queue ms. Run `execute_flush_plan(plan)` (the broker: in a worker thread), then
+        `commit_flush_plan(plan)`; `flush_if_due` does all three inline."""
         now = self.clock() if now_ms is None else now_ms
         cfg = self.config
         with self._lock:
@@ -440,61 +428,61 @@ class MessageStore(MessageLookup):
                                        now - self._last_cl_flush >= cfg.flush_interval_commit_log):
                 return None
             self._last_cl_flush = now
-            plan = FlushPlan(checkpoint)
-            plan.take(self.commitlog.queue)
             if checkpoint:
                 self._last_cq_flush = now
-                for cq in self._cqs.values():
-                    if cq.dirty:
-                        plan.take(cq.queue)
-                        cq.dirty = False
-                plan.paths.extend(self.index.take_dirty_paths())
-                confirm = self.commitlog.max_offset
-                if self.index.pending:
-                    confirm = min(confirm, self.index.pending[0][2])
-                if self.dispatch_error_offset is not None:
-                    confirm = min(confirm, self.dispatch_error_offset)
-                plan.confirm = confirm
-                plan.timestamp = self.commitlog.last_store_timestamp
-                plan.index_count = self.index.files[-1].index_count if self.index.files else 0
-            return plan
+            return self._plan(checkpoint)
+
+    def _plan(self, checkpoint: bool) -> FlushPlan:
+        plan = FlushPlan(checkpoint)
+        plan.take(self.commitlog.queue)
+        if checkpoint:
+            for cq in self._cqs.values():
+                if cq.dirty:
+                    plan.take(cq.queue)
+                    cq.dirty = False
+            plan.fds.extend(self.index.take_dirty_fds())
+            confirm = self.commitlog.max_offset
+            plan.clean_possible = True
+            if self.index.pending:  # an index file could not be created: those messages are not indexed yet
+                confirm = min(confirm, self.index.pending[0][2])
+                plan.clean_possible = False
+            if self.dispatch_error_offset is not None:
+                confirm = min(confirm, self.dispatch_error_offset)
+                plan.clean_possible = False
+            plan.confirm = confirm
+            plan.timestamp = self.commitlog.last_store_timestamp
+            plan.index_count = self.index.files[-1].index_count if self.index.files else 0
+        return plan
 
     def commit_flush_plan(self, plan: FlushPlan) -> None:
         """After `execute_flush_plan`: record the flushed positions and write the checkpoint (a 4 KiB msync)."""
         with self._lock:
-            if not self._running:
-                return
-            for mf, position in plan.positions:
-                if position > mf.flushed_position:
-                    mf.flushed_position = position
-            if plan.checkpoint:
-                cp = self.checkpoint
-                cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = plan.timestamp
-                cp.confirm_offset = plan.confirm
-                cp.clean = False
-                cp.clean_end_offset = -1
-                cp.index_count = plan.index_count
-                cp.flush()
+            if self._running:
+                self._commit(plan, clean=False)
+
+    def _commit(self, plan: FlushPlan, clean: bool) -> None:
+        for mf, position in plan.positions:
+            if position > mf.flushed_position:
+                mf.flushed_position = position
+        if plan.checkpoint:
+            clean = clean and plan.clean_possible
+            cp = self.checkpoint
+            cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = plan.timestamp
+            cp.confirm_offset = plan.confirm
+            cp.clean = clean
+            cp.clean_end_offset = plan.confirm if clean else -1
+            cp.index_count = plan.index_count
+            cp.flush()
 
     def flush_if_due(self, now_ms: int | None = None) -> bool:
-        """Call often: async commitlog flush every flush_interval_commit_log ms, consume queues + checkpoint every
-        flush_interval_consume_queue ms. Returns True when something was flushed."""
-        now = self.clock() if now_ms is None else now_ms
-        cfg = self.config
-        done = False
-        with self._lock:
-            if not self._running:
-                return False
-            if now - self._last_cq_flush >= cfg.flush_interval_consume_queue:
-                self._write_checkpoint()
-                self._last_cq_flush = self._last_cl_flush = now
-                done = True
-            elif cfg.flush_disk_type is FlushDiskType.ASYNC_FLUSH and \
-                    now - self._last_cl_flush >= cfg.flush_interval_commit_log:
-                self.commitlog.flush()
-                self._last_cl_flush = now
-                done = True
-        return done
+        """The broker's flush, inline: `plan_flush`, `execute_flush_plan`, `commit_flush_plan`. Returns True when
+        something was flushed."""
+        plan = self.plan_flush(now_ms)
+        if plan is None:
+            return False
+        execute_flush_plan(plan)
+        self.commit_flush_plan(plan)
+        return True
 
     def clean_expired_files(self, now_ms: int | None = None) -> int:
         """One run of the commitlog cleaner (§8.5). Returns the number of commitlog segments deleted."""

@@ -15,7 +15,7 @@ def test_nothing_due_until_the_interval_passed(open_store, clock):
     assert store.plan_flush(clock.now) is None
     clock.advance(store.config.flush_interval_commit_log)
     plan = store.plan_flush(clock.now)
-    assert plan is not None and not plan.checkpoint and len(plan.paths) == 1  # the commitlog only
+    assert plan is not None and not plan.checkpoint and len(plan.fds) == 1  # the commitlog only
 
 
 def test_checkpoint_vouches_only_for_what_was_planned(tmp_path, clock):
