@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL
+
 log = logging.getLogger("rocketmq_emulator.config")
 
 
@@ -46,7 +48,7 @@ class BrokerConfig:
     short_polling_time_ms: int = 1000
     notify_consumer_ids_changed_enable: bool = True
     channel_expired_timeout_s: float = 120.0
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     flush_consumer_offset_interval_ms: int = 5000
     # consumer offsets (README "Consumer offsets")
     #: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset: "legacy" (4.9.x: 0 while the

@@ -35,7 +35,9 @@ from .namesrv import RouteInfoManager
 from .remoting import DispatchTable, RemotingConnection, RemotingServer
 from .schedule import ScheduleMessageService
 from .subscription_group import SubscriptionGroupManager
-from .topic_config import SCHEDULE_TOPIC, TopicConfigManager
+from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
+
+from .topic_config import TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
@@ -53,6 +55,7 @@ def store_config_for(config: BrokerConfig) -> MessageStoreConfig:
         disk_max_used_space_ratio=config.disk_max_used_space_ratio,
         store_host=config.advertised_host or config.host,
         store_port=config.advertised_port or config.broker_port,
+        message_delay_level=config.message_delay_level,  # recovery recomputes delivery times with the same levels
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_emulator.protocol.bodies import Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList, TopicRouteData
 from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader, DeleteTopicFromNamesrvRequestHeader,
@@ -29,7 +29,6 @@ log = logging.getLogger("rocketmq_emulator.namesrv")
 
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 BROKER_CHANNEL_EXPIRED_S = 120.0
-PERM_READ, PERM_WRITE = 4, 2
 
 
 class RegisterBrokerBody(Body):
@@ -146,7 +145,7 @@ class RouteInfoManager:
         for queues in self.topic_queue_table.values():
             qd = queues.get(broker_name)
             if qd is not None:
-                qd.perm = (qd.perm | PERM_WRITE) if writable else (qd.perm & ~PERM_WRITE)
+                qd.perm = int(qd.perm | PermName.WRITE) if writable else int(qd.perm & ~PermName.WRITE)
                 count += 1
         return count
 

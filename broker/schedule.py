@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,28 +20,16 @@ from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
                               MessageExt, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import GetMessageStatus, PutMessageStatus
 
 from .config_file import load_config_file, write_config_file
-from .topic_config import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger("rocketmq_emulator.schedule")
-_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_delay_levels(text: str) -> list[int]:
-    """`1s 5s 10s 30s 1m ...` -> delays in ms, level 1 first."""
-    out = []
-    for token in text.split():
-        m = re.fullmatch(r"(\d+)([smhd])", token.strip())
-        if not m:
-            raise ValueError(f"bad messageDelayLevel entry {token!r}")
-        out.append(int(m.group(1)) * _UNITS[m.group(2)])
-    return out
 
 
 class DelayOffsetSerializeWrapper(Body):

@@ -8,39 +8,24 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from rocketmq_emulator.protocol import BrokerError, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketmq_emulator.protocol.topics import (AUTO_CREATE_TOPIC_KEY, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC, SYSTEM_TOPICS,
+                                               topic_problem)
 
 from .config_file import load_config_file, write_config_file
 
 log = logging.getLogger("rocketmq_emulator.topics")
 
-PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
-AUTO_CREATE_TOPIC_KEY = "TBW102"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
-#: topics producers may never write (§9.1 step 5)
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-                                     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
-SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
-                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
-                           "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
-_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-TOPIC_MAX_LENGTH = 127
+#: plain ints: topic configs are written to JSON (an IntFlag would print as its names)
+PERM_INHERIT, PERM_WRITE, PERM_READ = int(PermName.INHERIT), int(PermName.WRITE), int(PermName.READ)
 
 
 def validate_topic(topic: str) -> None:
     """§9.1 step 4: blank, bad characters or too long -> SYSTEM_ERROR naming the problem."""
-    if not topic or not topic.strip():
-        raise BrokerError(ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
-    if not _VALID_TOPIC.match(topic):
-        raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                          f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                          f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
+    problem = topic_problem(topic)
+    if problem is not None:
+        raise BrokerError(ResponseCode.SYSTEM_ERROR, problem)
 
 
 class TopicConfigManager:

@@ -21,6 +21,7 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
                               QueryMessageRequestHeader, ResetOffsetRequestHeader,
                               TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 from .lifecycle import InstanceUser
 from . import route as routing
@@ -188,7 +189,7 @@ class Admin(InstanceUser):
     # -- consumers ----------------------------------------------------------------------------------
     async def _group_route(self, group: str) -> TopicRouteData:
         try:
-            return await self.instance.topic_route(routing.retry_topic(validate_name("group", group)), refresh=True)
+            return await self.instance.topic_route(retry_topic(validate_name("group", group)), refresh=True)
         except NoRouteError:
             raise ConsumerNotOnlineError(ResponseCode.CONSUMER_NOT_ONLINE,
                                          f"consumer group {group!r} is unknown: its retry topic has no route",
@@ -229,8 +230,8 @@ class Admin(InstanceUser):
 
     async def consumer_groups(self) -> list[str]:
         """Groups that have a retry topic at the name server (as mqadmin consumerProgress without -g)."""
-        return sorted(t[len(routing.RETRY_PREFIX):] for t in await self.topic_list()
-                      if t.startswith(routing.RETRY_PREFIX))
+        return sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await self.topic_list()
+                      if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
 
     async def delete_subscription_group(self, group: str, *, remove_offset: bool = True,
                                         cluster: str | None = None) -> list[str]:

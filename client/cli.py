@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, float_range, int_range,
                                                   report_error)
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from .admin import Admin
 from .cli_admin import add_admin_commands, message_json
@@ -28,7 +29,6 @@ from .config import DEFAULT_NAMESRV
 from .errors import BrokerResponseError, ClientError
 from .message import Message
 from .producer import Producer
-from .route import RETRY_PREFIX as RETRY_GROUP_TOPIC_PREFIX
 from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
 
 
@@ -224,7 +224,7 @@ async def _forget_group(admin: Admin, group: str) -> None:
     """Remove a throwaway group's subscription, offsets and retry topic from the brokers (best effort)."""
     try:
         await admin.delete_subscription_group(group, remove_offset=True)
-        await admin.delete_topic(RETRY_GROUP_TOPIC_PREFIX + group)
+        await admin.delete_topic(retry_topic(group))
     except ClientError:
         pass
 

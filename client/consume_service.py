@@ -22,6 +22,7 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES, PROPERTY_ORIGIN_MESSAGE_ID,
                               PROPERTY_RECONSUME_TIME, PROPERTY_RETRY_TOPIC, encode_properties)
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from .errors import ClientError
 from .instance import request
@@ -87,16 +88,16 @@ async def send_message_back(consumer: PushConsumer, msg: ReceivedMessage, delay_
 async def resend_to_retry_topic(consumer: PushConsumer, msg: ReceivedMessage, max_times: int) -> None:
     from .producer import send_header  # producer imports this package's instance module too
     instance = consumer.instance
-    retry_topic = "%RETRY%" + consumer.group
+    retry = retry_topic(consumer.group)
     props = dict(msg.properties)
     props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
     props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
     props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
     props[PROPERTY_MAX_RECONSUME_TIMES] = str(max_times)
     props[PROPERTY_DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
-    info = await instance.publish_info(retry_topic)
+    info = await instance.publish_info(retry)
     mq = info.queues[msg.queue_offset % len(info.queues)]
-    addr = await instance.find_master(mq.broker_name, retry_topic)
+    addr = await instance.find_master(mq.broker_name, retry)
     ext = send_header("CLIENT_INNER_PRODUCER", mq, encode_properties(props), 0, msg.flag,
                       reconsume_times=msg.reconsume_times + 1, max_reconsume_times=max_times)
     response = await instance.remoting.invoke(addr, request(RequestCode.SEND_MESSAGE_V2, ext, msg.body),
@@ -104,7 +105,7 @@ async def resend_to_retry_topic(consumer: PushConsumer, msg: ReceivedMessage, ma
     if response.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
                              ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
         from .errors import response_error
-        raise response_error(response.code, response.remark, operation=f"re-send to {retry_topic}", addr=addr)
+        raise response_error(response.code, response.remark, operation=f"re-send to {retry}", addr=addr)
 
 
 class ConsumeStats:

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import (ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData)
 from rocketmq_emulator.protocol.headers import GetRouteInfoRequestHeader
+from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY
 
 from . import route as routing
 from .api import BrokerAPI, request
@@ -227,10 +228,10 @@ class ClientInstance:
             route = await self.topic_route(topic, refresh=True)
         except NoRouteError:
             try:
-                default = await self.topic_route(routing.AUTO_CREATE_TOPIC_KEY, refresh=True)
+                default = await self.topic_route(AUTO_CREATE_TOPIC_KEY, refresh=True)
             except NoRouteError:
                 raise NoRouteError(topic, f"no route info of topic {topic!r} at the name server, and topic "
-                                          f"auto-creation is disabled (no {routing.AUTO_CREATE_TOPIC_KEY} route)") \
+                                          f"auto-creation is disabled (no {AUTO_CREATE_TOPIC_KEY} route)") \
                     from None
             info = routing.publish_info(topic, default, from_default_topic=True)
             if not info.ok:

@@ -22,6 +22,7 @@ from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
                               java_string_hash)
+from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 from .lifecycle import InstanceUser
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
@@ -29,7 +30,7 @@ from .errors import (RETRIABLE_SEND_CODES, BrokerUnreachableError, ClientStateEr
                      RequestTimeoutError, response_error)
 from .instance import ClientInstance, request
 from .message import Message, new_unique_id
-from .route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo
+from .route import TopicPublishInfo
 
 __all__ = ["Producer", "SendResult", "SendStatus", "select_queue_by_hash"]
 

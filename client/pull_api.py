@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.protocol import PullSysFlag, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue, SubscriptionData
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from .errors import NoRouteError, response_error
 from .instance import ClientInstance, request
@@ -46,7 +47,7 @@ class PullAPI:
     def __init__(self, instance: ClientInstance, group: str) -> None:
         self.instance = instance
         self.group = group
-        self.retry_topic = "%RETRY%" + group
+        self.retry_topic = retry_topic(group)
         self.suggested: dict[MessageQueue, int] = {}  # queue -> broker id suggested by the last answer
 
     async def pull(self, mq: MessageQueue, sub: SubscriptionData, offset: int, max_nums: int, *,

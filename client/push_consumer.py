@@ -24,6 +24,7 @@ from typing import Any, AsyncIterator
 from rocketmq_emulator.protocol import RemotingCommand
 from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
                              MessageQueue, SubscriptionData)
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from .lifecycle import InstanceUser
 from . import route as routing
@@ -170,7 +171,7 @@ class PushConsumer(InstanceUser):
     async def _start(self, instance: ClientInstance) -> None:
         if self.message_model == CLUSTERING:
             self.offset_store = RemoteBrokerOffsetStore(instance, self.group)
-            retry = routing.retry_topic(self.group)
+            retry = retry_topic(self.group)
             self.subscriptions.setdefault(retry, build_subscription(retry))
         else:
             self.offset_store = LocalFileOffsetStore(self.offset_store_dir, self.client_id, self.group)

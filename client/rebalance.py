@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 from . import route as routing
 from .errors import ClientError
@@ -203,7 +204,7 @@ class RebalanceImpl:
             return -2
         instance = consumer.instance
         cfw = consumer.consume_from
-        retry = mq.topic.startswith(routing.RETRY_PREFIX)
+        retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         try:
             if cfw == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
                 return 0

@@ -23,6 +23,7 @@ from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyRe
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (ConsumeMessageDirectlyResultRequestHeader, GetConsumerStatusRequestHeader,
                               ResetOffsetRequestHeader)
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from . import route as routing
 from .consume_service import ConsumeResult
@@ -149,7 +150,7 @@ class ClientRemotingProcessor:
     async def _consume_directly(self, cmd: RemotingCommand) -> RemotingCommand:
         c = self.consumer
         h = ConsumeMessageDirectlyResultRequestHeader.from_ext(cmd.ext_fields)
-        msgs = decode_received(cmd.body, MessageQueue("", h.broker_name or "", 0), routing.retry_topic(c.group))
+        msgs = decode_received(cmd.body, MessageQueue("", h.broker_name or "", 0), retry_topic(c.group))
         if not msgs:
             return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR, "no message in the request body")
         msg = msgs[0]

@@ -8,16 +8,9 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.protocol.bodies import MessageQueue, TopicRouteData
 from rocketmq_emulator.protocol.codes import PermName
+from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 MASTER_ID = 0
-AUTO_CREATE_TOPIC_KEY = "TBW102"
-DEFAULT_TOPIC_QUEUE_NUMS = 4
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
 
 
 @dataclass

@@ -24,6 +24,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL
+
 
 class FlushDiskType(enum.Enum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
@@ -73,7 +75,7 @@ class MessageStoreConfig:
     max_msgs_num_batch: int = 64  # QUERY_MESSAGE: max results
 
     # schedule topic: delivery time = store time + delay of the level (used when recovery re-dispatches)
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
 
     correct_min_offset_across_files: bool = False
     preallocate_mapped_file: bool = True

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties, tag_hash_code
+from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 
 from .message_ext_broker_inner import keys_of
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 @dataclass
@@ -44,14 +43,6 @@ class RecoveryReport:
     dropped_cq_units: int = 0
     truncated_bytes: int = 0
     duration_ms: float = 0.0
-
-
-def parse_delay_levels(spec: str) -> list[int]:
-    """``"1s 5s 10s ... 2h"`` -> delays in ms (index 0 = level 1)."""
-    out = []
-    for item in spec.split():
-        out.append(int(item[:-1]) * _UNITS_MS[item[-1]])
-    return out
 
 
 def tags_code_of(topic: str, props: dict[str, str], store_ts: int, delay_levels: list[int]) -> int:

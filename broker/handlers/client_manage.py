@@ -12,10 +12,10 @@ from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, Connectio
                              LockBatchResponseBody, ProducerConnection, UnlockBatchRequestBody)
 from rocketmq_emulator.protocol.codes import LANGUAGE_BY_NAME, LanguageCode
 from rocketmq_emulator.protocol.headers import GetProducerConnectionListRequestHeader, GroupRequestHeader, UnregisterClientRequestHeader
+from rocketmq_emulator.protocol.topics import retry_topic
 
 from ..client_manager import ClientChannelInfo
 from ..remoting import DispatchTable, RemotingConnection
-from ..topic_config import RETRY_PREFIX
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -46,9 +46,9 @@ class ClientManageProcessor:
         for cd in data.consumer_data_set:
             group_cfg = b.subscription_group_manager.find(cd.group_name)
             if group_cfg is not None:
-                retry_topic = RETRY_PREFIX + cd.group_name
-                if b.topic_config_manager.get(retry_topic) is None and group_cfg.retry_queue_nums > 0:
-                    b.topic_config_manager.create_without_template(retry_topic, group_cfg.retry_queue_nums)
+                retry = retry_topic(cd.group_name)
+                if b.topic_config_manager.get(retry) is None and group_cfg.retry_queue_nums > 0:
+                    b.topic_config_manager.create_without_template(retry, group_cfg.retry_queue_nums)
             notify = b.config.notify_consumer_ids_changed_enable and (
                 group_cfg is None or group_cfg.notify_consumer_ids_changed_enable)
             info = ClientChannelInfo(conn, data.client_id, req.language, req.version)

@@ -10,11 +10,11 @@ from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
                               PROPERTY_TAGS, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.topics import dlq_topic, retry_topic
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageStatus
 
 from ..remoting import DispatchTable, RemotingConnection
-from ..topic_config import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -45,13 +45,13 @@ class ConsumerSendBackProcessor:
             max_times = h.max_reconsume_times
         delay_level = h.delay_level
         if msg.reconsume_times >= max_times or delay_level < 0:
-            topic, queue_id = DLQ_PREFIX + h.group, 0
-            b.topic_config_manager.create_without_template(topic, 1, PERM_READ | PERM_WRITE)
+            topic, queue_id = dlq_topic(h.group), 0
+            b.topic_config_manager.create_without_template(topic, 1)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
             delay_level = 0
         else:
-            topic = RETRY_PREFIX + h.group
-            b.topic_config_manager.create_without_template(topic, cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
+            topic = retry_topic(h.group)
+            b.topic_config_manager.create_without_template(topic, cfg.retry_queue_nums)
             queue_id = random.randrange(cfg.retry_queue_nums)
             if delay_level == 0:
                 delay_level = 3 + msg.reconsume_times

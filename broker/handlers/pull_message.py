@@ -7,16 +7,16 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader
 from rocketmq_emulator.protocol.message import java_string_hash
+from rocketmq_emulator.protocol.topics import OFFSET_MOVED_EVENT
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..long_polling import PullRequest
 from ..remoting import DispatchTable, RemotingConnection
-from ..topic_config import OFFSET_MOVED_EVENT, PERM_READ
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -67,7 +67,7 @@ class PullMessageProcessor:
         tc = b.topic_config_manager.get(h.topic)
         if tc is None:
             raise BrokerError(_R.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
-        if not tc.perm & PERM_READ:
+        if not tc.perm & PermName.READ:
             raise BrokerError(_R.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
         if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
             raise BrokerError(_R.SYSTEM_ERROR, f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "

@@ -11,17 +11,18 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
                               PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
                               iter_batch, pack_host, remove_property, tag_hash_code)
+from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, dlq_topic
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageResult, PutMessageStatus
 
 from ..remoting import DispatchTable, RemotingConnection
-from ..topic_config import (DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_topic)
+from ..topic_config import validate_topic
 
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.admin_bodies import TopicConfig
@@ -80,7 +81,7 @@ class SendMessageProcessor:
                               f"request queueId[{queue_id}] is illegal, {tc.topic_name} Producer: {conn.peer}")
         if queue_id < 0:
             queue_id = random.randrange(max(1, tc.write_queue_nums))
-        if not tc.perm & PERM_WRITE:
+        if not tc.perm & PermName.WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         born = conn.attributes.get("born_host")
         if born is None:
@@ -94,14 +95,14 @@ class SendMessageProcessor:
         text = h.properties or ""
         raw = text.encode()
         if not (b"DELAY\x01" in raw or b"TRAN_MSG\x01" in raw or b"CLUSTER\x01" in raw or sys_flag & TRANSACTION_TYPE_MASK
-                or topic.startswith(RETRY_PREFIX)):
+                or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
             return self._send_plain(req, h, topic, queue_id, sys_flag, born, conn, raw)
         props = decode_properties(text) if text else {}
         if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.NO_PERMISSION,
                               "transactional messages are not supported by rocketmq-emulator")
         reconsume_times = h.reconsume_times or 0
-        if topic.startswith(RETRY_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self._retry_or_dlq(h, topic, queue_id, reconsume_times, props, req.version)
         tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
         real_queue_id = queue_id
@@ -163,7 +164,7 @@ class SendMessageProcessor:
                     sys_flag: int, born: bytes, conn: RemotingConnection) -> RemotingCommand:
         if sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support transaction message")
-        if topic.startswith(RETRY_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
         batch_props = h.properties or ""
         suffix = (self._cluster_suffix if not batch_props else
@@ -226,8 +227,8 @@ class SendMessageProcessor:
         if tc is None:
             tc = tcm.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums,
                                     1 if h.unit_mode else 0)
-            if tc is None and h.topic.startswith(RETRY_PREFIX):
-                tc = tcm.create_without_template(h.topic, 1, PERM_READ | PERM_WRITE)
+            if tc is None and h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc = tcm.create_without_template(h.topic, 1)
             if tc is None:
                 raise BrokerError(ResponseCode.TOPIC_NOT_EXIST,
                                   f"topic[{h.topic}] not exist, apply first please!"
@@ -236,7 +237,7 @@ class SendMessageProcessor:
 
     def _retry_or_dlq(self, h: SendMessageRequestHeader, topic: str, queue_id: int, reconsume_times: int,
                       props: dict[str, str], version: int) -> tuple[str, int]:
-        group = topic[len(RETRY_PREFIX):]
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         cfg = self.broker.subscription_group_manager.find(group)
         if cfg is None:
             raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -245,8 +246,8 @@ class SendMessageProcessor:
         if version >= 121 and h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times
         if reconsume_times >= max_times:
-            dlq = DLQ_PREFIX + group
-            self.broker.topic_config_manager.create_without_template(dlq, 1, PERM_READ | PERM_WRITE)
+            dlq = dlq_topic(group)
+            self.broker.topic_config_manager.create_without_template(dlq, 1)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
             log.info("message to %s reached %d reconsume times: sent to %s", topic, reconsume_times, dlq)
             return dlq, 0

@@ -1,0 +1,65 @@
+"""RocketMQ's topic and group naming rules, in one place for the broker, the store and the client (Java's
+`MixAll` and `TopicValidator`, plus the `messageDelayLevel` parser of its store config). Permission bits and
+sys flags are `PermName`, `MessageSysFlag` and `PullSysFlag` in `codes`."""
+
+from __future__ import annotations
+
+import re
+
+#: the template topic a broker creates unknown topics from on the first send (MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC)
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+#: queues a producer asks for when a topic is created from the template
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+#: where delayed messages (and retries) wait, queue = delay level - 1 (TopicValidator.RMQ_SYS_SCHEDULE_TOPIC)
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: where a master records each PULL_OFFSET_MOVED correction
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+#: topics producers may never write
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                                     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+                           "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+TOPIC_MAX_LENGTH = 127
+_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_valid_name(name: str) -> bool:
+    """Topic and group names: `[%|a-zA-Z0-9_-]+`."""
+    return bool(name) and _VALID_NAME.match(name) is not None
+
+
+def topic_problem(topic: str) -> str | None:
+    """Why a topic name is refused (in the Java broker's words), or None when it is fine."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank."
+    if not _VALID_NAME.match(topic):
+        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    return None
+
+
+def parse_delay_levels(spec: str) -> list[int]:
+    """`messageDelayLevel` (`1s 5s 10s 30s 1m ...`) -> delays in ms, level 1 first. ValueError names a bad
+    entry."""
+    out = []
+    for token in spec.split():
+        m = re.fullmatch(r"(\d+)([smhd])", token)
+        if not m:
+            raise ValueError(f"bad messageDelayLevel entry {token!r}: use a number and s, m, h or d")
+        out.append(int(m.group(1)) * _DELAY_UNITS_MS[m.group(2)])
+    return out
