@@ -106,7 +106,8 @@ class Broker2Client:
             for mq, offset in table.items():
                 if broadcasting:
                     b.broadcast_offsets.assign_reset(r.topic, r.group, mq.queue_id, offset)
-                else:
+                elif offset != b.consumer_offset_manager.query_offset(r.group, r.topic, mq.queue_id):
+                    # a queue the reset leaves where it is (no force, already behind) keeps going as it was
                     b.consumer_offset_manager.assign_reset_offset(r.topic, r.group, mq.queue_id, offset)
             b.pull_hold_service.wake_group(r.group, r.topic)
         channels = list(gi.channels.values()) if gi is not None else []
