@@ -324,3 +324,295 @@ async def test_s4_reset_one_queue_to_an_offset(emulator):
         assert sorted(got) == sorted([f"q0-{i}" for i in range(5)] + [f"q1-{i}" for i in range(5)] + ["q1-3", "q1-4"])
         with pytest.raises(Exception, match="not in consume queue range"):
             await admin.reset_offset("one", "One", 99)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# S5: reset by timestamp, broadcasting
+# ----------------------------------------------------------------------------------------------------------
+def test_s5_reset_by_time_two_cpp_broadcasting_consumers(emulator, cpp_home):
+    create_topic(emulator)
+    members = [cpp_push(emulator, cpp_home, "bcr", model="broadcasting", name=n) for n in ("a", "b")]
+    try:
+        assert wait_until(lambda: held_pulls(emulator, TOPIC) >= 8, 40), [m.describe() for m in members]
+        ts = _produce_before_and_after(emulator, cpp_home)
+        for m in members:
+            assert wait_until(lambda m=m: len(bodies(m)) >= 12, 30), m.describe()
+        # no "consumer group not exist" for a broadcasting group: every queue takes the time's offset
+        result = admin_call(emulator, lambda a: a.reset_offset_by_timestamp("bcr", TOPIC, ts))
+        assert result.method == "broker" and sum(r.offset for r in result.rows) == 6
+        for m in members:
+            assert wait_until(lambda m=m: len(bodies(m)) >= 18, 40), m.describe()
+        time.sleep(1.0)
+    finally:
+        for m in members:
+            m.stop()
+    for m in members:  # each member, with its own local offsets, consumed B again and nothing else
+        assert bodies(m) == sorted([f"A-{i}" for i in range(6)] + [f"B-{i}" for i in range(6)] * 2)
+
+
+async def test_s5_reset_by_time_client_broadcasting_consumers(emulator, tmp_path):
+    ns = emulator.namesrv_addr
+    async with Admin(ns) as admin:
+        await admin.create_topic(TOPIC, 4, 4)
+    got: dict[str, list[str]] = {"a": [], "b": []}
+    members = []
+    for name, sink in got.items():
+        c = PushConsumer("bcr_py", namesrv=ns, message_model=BROADCASTING, instance_name=name,
+                         offset_store_dir=str(tmp_path))
+        c.subscribe(TOPIC)
+        c.on_message(lambda m, sink=sink: sink.append(m.text))
+        members.append(await c.start())
+    try:
+        assert await wait_for(lambda: emulator.call(lambda: sum(
+            len(v) for k, v in emulator.broker.pull_hold_service.table.items() if k[0] == TOPIC)) >= 8, 20)
+        ts = await asyncio.to_thread(_produce_before_and_after, emulator, tmp_path)
+        assert await wait_for(lambda: all(len(v) >= 12 for v in got.values()), 20)
+        async with Admin(ns) as admin:
+            await admin.reset_offset_by_timestamp("bcr_py", TOPIC, ts)
+        assert await wait_for(lambda: all(len(v) >= 18 for v in got.values()), 20), got
+        await asyncio.sleep(0.5)
+    finally:
+        for c in members:
+            await c.stop()
+    for v in got.values():
+        assert sorted(v) == sorted([f"A-{i}" for i in range(6)] + [f"B-{i}" for i in range(6)] * 2)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# S6: server-side reset (the broker applies it at the group's next pull)
+# ----------------------------------------------------------------------------------------------------------
+def _raw_pull(topic: str, offset: int, *, commit: int | None = None, suspend_ms: int = 0):
+    from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+    from rocketmq_emulator.protocol.headers import PullMessageRequestHeader
+    flag = 0x4 | (0x1 if commit is not None else 0) | (0x2 if suspend_ms else 0)
+    h = PullMessageRequestHeader(consumer_group="raw", topic=topic, queue_id=0, queue_offset=offset, max_msg_nums=32,
+                                 sys_flag=flag, commit_offset=commit or 0, suspend_timeout_millis=suspend_ms,
+                                 subscription="*")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
+
+
+def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(emulator):
+    """A raw consumer registered by heartbeat never answers RESET_CONSUMER_CLIENT_OFFSET; its pulls (with the
+    stale commit offset they carry) and a stale UPDATE_CONSUMER_OFFSET must not undo the reset."""
+    from integration_tests.rawclient import RawClient
+    from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode as R
+    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, MessageQueue, SubscriptionData
+    from rocketmq_emulator.protocol.headers import UpdateConsumerOffsetRequestHeader
+    from rocketmq_emulator.protocol.message import decode_messages
+    create_topic(emulator, "Raw", 1)
+    committed = lambda: emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offset("raw", "Raw", 0))
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            hb = HeartbeatData(client_id="raw-client", consumer_data_set=[ConsumerData(
+                group_name="raw", subscription_data_set=[SubscriptionData(topic="Raw", sub_string="*")])])
+            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode()))
+            async with Producer("p", namesrv=emulator.namesrv_addr) as p:
+                await p.send_batch("Raw", [f"m{i}" for i in range(10)])
+            first = await c.request(_raw_pull("Raw", 0))
+            assert [m.body for m in decode_messages(first.body)] == [b"m%d" % i for i in range(10)]
+            caught_up = await c.request(_raw_pull("Raw", 10, commit=10))
+            assert caught_up.code == R.PULL_NOT_FOUND and await asyncio.to_thread(committed) == 10
+
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Raw", 4))
+            assert await asyncio.to_thread(committed) == 4  # recorded at once (a returning group starts there)
+            stale = UpdateConsumerOffsetRequestHeader(consumer_group="raw", topic="Raw", queue_id=0, commit_offset=10)
+            await c.request(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, stale.to_ext()))
+            assert await asyncio.to_thread(committed) == 4  # a commit while the reset is pending is ignored
+            moved = await c.request(_raw_pull("Raw", 10, commit=10))
+            assert (moved.code, moved.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "4")
+            assert await asyncio.to_thread(committed) == 4  # the pull's stale commit offset was not stored
+            again = await c.request(_raw_pull("Raw", 4, commit=10))  # still carrying the stale offset
+            assert [m.body for m in decode_messages(again.body)] == [b"m%d" % i for i in range(4, 10)]
+            assert await asyncio.to_thread(committed) == 4  # stale: beyond what it has pulled since the reset
+            done = await c.request(_raw_pull("Raw", 10, commit=7))
+            assert done.code == R.PULL_NOT_FOUND and await asyncio.to_thread(committed) == 7
+            return [r async for r in _drain(c)]
+    requests = asyncio.run(scenario())
+    assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]  # sent, never answered
+
+
+async def _drain(c):
+    while not c.server_requests.empty():
+        yield c.server_requests.get_nowait()
+
+
+def test_s6_a_held_pull_at_reset_time_is_answered_with_the_reset(emulator):
+    """Upstream issue #4206: a pull held (long polling) when the reset is made comes back with the old offset;
+    here storing the reset wakes it and it is answered PULL_OFFSET_MOVED to the reset offset at once."""
+    from integration_tests.rawclient import RawClient
+    from rocketmq_emulator.protocol import ResponseCode as R
+    create_topic(emulator, "Held", 1)
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            async with Producer("p", namesrv=emulator.namesrv_addr) as p:
+                await p.send_batch("Held", [f"m{i}" for i in range(6)])
+            held = c.send(_raw_pull("Held", 6, commit=6, suspend_ms=30_000))
+            assert await wait_for(lambda: emulator.call(lambda: emulator.broker.pull_hold_service.held_count()) == 1,
+                                  10)
+            started = time.monotonic()
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Held", 2))
+            answer = await asyncio.wait_for(held, 10)
+            return answer, time.monotonic() - started
+    answer, waited = asyncio.run(scenario())
+    assert (answer.code, answer.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "2")
+    assert waited < 10  # not the 30 s hold
+    assert emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offset("raw", "Held", 0)) == 2
+
+
+def test_s6_a_cpp_group_offline_at_reset_time_starts_from_the_reset(emulator, cpp_home):
+    create_topic(emulator)
+    produce(emulator, cpp_home, 12, topic=TOPIC, prefix="m-")
+    first = run_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "away",
+                        "--expect", "12", "--duration", "40"], timeout=60, home=cpp_home / "first").events
+    assert len([e for e in first if e["event"] == "received"]) == 12
+    result = admin_call(emulator, lambda a: a.reset_offset("away", TOPIC, 1))  # nobody online: recorded
+    assert result.method == "broker" and [r.offset for r in result.rows] == [1, 1, 1, 1]
+    again = run_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "away",
+                        "--expect", "8", "--duration", "40"], timeout=60, home=cpp_home / "again").events
+    stored = sorted(e["body"] for e in first if e["event"] == "received" and e["queue_offset"] >= 1)
+    assert sorted(e["body"] for e in again if e["event"] == "received") == stored
+
+
+# ----------------------------------------------------------------------------------------------------------
+# S7: server-side broadcast offsets
+# ----------------------------------------------------------------------------------------------------------
+def test_s7_a_broadcasting_cpp_consumer_restarted_without_its_offsets_file_resumes(emulator, cpp_home):
+    import shutil
+    create_topic(emulator)
+    home = cpp_home / "bc"
+    c = cpp_push(emulator, home.parent, "bcs", model="broadcasting", name="bc")
+    try:
+        assert wait_until(lambda: held_pulls(emulator, TOPIC) >= 4, 40), c.describe()
+        produce(emulator, cpp_home, 6, topic=TOPIC, prefix="seen-")
+        assert wait_until(lambda: len(bodies(c)) >= 6 and held_pulls(emulator, TOPIC) >= 4, 30), c.describe()
+    finally:
+        c.stop()
+    progress = admin_call(emulator, lambda a: a.consumer_progress("bcs"))  # the broker knows the group's offsets
+    assert sum(w.consumer_offset for mq, w in progress.offset_table.items() if mq.topic == TOPIC) == 6
+    shutil.rmtree(home / ".rocketmq_offsets")  # the restarted member has no local offsets
+    produce(emulator, cpp_home, 4, topic=TOPIC, prefix="missed-")
+    again = cpp_push(emulator, home.parent, "bcs", model="broadcasting", name="bc")
+    try:
+        assert wait_until(lambda: len(bodies(again)) >= 4, 40), again.describe()
+        time.sleep(1.0)
+    finally:
+        again.stop()
+    assert bodies(again) == sorted(f"missed-{i}" for i in range(4))  # not from the end: nothing skipped
+
+
+async def test_s7_broadcast_group_offset_is_the_minimum_of_its_live_clients(emulator, tmp_path):
+    ns = emulator.namesrv_addr
+    async with Admin(ns) as admin:
+        await admin.create_topic("BcMin", 1, 1)
+        fast: list[str] = []
+        a = PushConsumer("bcmin", namesrv=ns, message_model=BROADCASTING, instance_name="fast",
+                         offset_store_dir=str(tmp_path))
+        a.subscribe("BcMin")
+        a.on_message(lambda m: fast.append(m.text))
+        b = PushConsumer("bcmin", namesrv=ns, message_model=BROADCASTING, instance_name="slow",
+                         offset_store_dir=str(tmp_path))
+        b.subscribe("BcMin")
+        b.on_message(lambda m: None)
+        async with a, b:
+            assert await wait_for(lambda: emulator.call(lambda: emulator.broker.pull_hold_service.held_count()) >= 2,
+                                  20)
+            b.pause()  # the slow member stops pulling where it is
+            async with Producer("p", namesrv=ns) as p:
+                await p.send_batch("BcMin", [f"m{i}" for i in range(5)])
+            assert await wait_for(lambda: len(fast) == 5, 20)
+            stats = await admin.consumer_progress("bcmin")
+            [w] = [w for mq, w in stats.offset_table.items() if mq.topic == "BcMin"]
+            assert (w.broker_offset, w.consumer_offset) == (5, 0)  # the slow member holds the group back
+            assert w.pull_offset == 5  # ... while the fast one has pulled everything
+            b.resume()
+            async def caught_up() -> bool:
+                s = await admin.consumer_progress("bcmin")
+                return [w.consumer_offset for mq, w in s.offset_table.items() if mq.topic == "BcMin"] == [5]
+            assert await wait_for(caught_up, 20)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# S8: ready and inflight
+# ----------------------------------------------------------------------------------------------------------
+def _progress_json(emu, group: str) -> list[dict]:
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", "consumerProgress", "-n",
+                          emu.namesrv_addr, "-g", group, "--json"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "NAMESRV_ADDR": ""})
+    assert out.returncode == 0, out.stderr
+    return [o for o in json.loads(out.stdout)["offsets"] if not o["topic"].startswith("%")]
+
+
+def _heartbeat(group: str, topic: str):
+    from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
+    hb = HeartbeatData(client_id=f"{group}-client", consumer_data_set=[ConsumerData(
+        group_name=group, subscription_data_set=[SubscriptionData(topic=topic, sub_string="*")])])
+    return RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode())
+
+
+def test_s8_ready_and_inflight_follow_pulls_commits_and_resets(emulator):
+    from integration_tests.rawclient import RawClient
+    create_topic(emulator, "Ready", 1)
+
+    def figures():
+        [row] = _progress_json(emulator, "raw")
+        return row["brokerOffset"], row["consumerOffset"], row["pullOffset"], row["inflight"], row["ready"]
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await c.request(_heartbeat("raw", "Ready"))  # registers the group (and its retry topic)
+            async with Producer("p", namesrv=emulator.namesrv_addr) as p:
+                await p.send_batch("Ready", [f"m{i}" for i in range(50)])
+            pull = _raw_pull("Ready", 0, commit=0)
+            pull.ext_fields["maxMsgNums"] = "10"
+            await c.request(pull)
+            steps = {"pulled 10": await asyncio.to_thread(figures)}
+            await c.request(_raw_pull("Ready", 10, commit=5))  # commits 5, pulls 10..41
+            steps["committed 5"] = await asyncio.to_thread(figures)
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Ready", 0))
+            steps["reset back"] = await asyncio.to_thread(figures)
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Ready", 50))
+            steps["reset forward"] = await asyncio.to_thread(figures)
+            return steps
+    steps = asyncio.run(scenario())
+    assert steps == {  # (max, committed, pulled, inflight, ready)
+        "pulled 10": (50, 0, 10, 10, 40),
+        "committed 5": (50, 5, 42, 37, 8),
+        "reset back": (50, 0, 0, 0, 50),
+        "reset forward": (50, 50, 50, 0, 0),
+    }
+
+
+async def test_s8_inflight_of_a_busy_client_consumer(emulator):
+    ns = emulator.namesrv_addr
+    release = asyncio.Event()
+    async with Admin(ns) as admin:
+        await admin.create_topic("Busy", 1, 1)
+        async with Producer("p", namesrv=ns) as p:
+            await p.send_batch("Busy", [f"m{i}" for i in range(20)])
+        c = PushConsumer("busy", namesrv=ns, consume_from=FIRST_OFFSET, consume_concurrency=1)
+        c.subscribe("Busy")
+
+        async def slow(msg):
+            await release.wait()
+        c.on_message(slow)
+        async with c:
+            async def all_pulled() -> bool:
+                s = await admin.consumer_progress("busy", "Busy")
+                return [w.pull_offset for w in s.offset_table.values()] == [20]
+            assert await wait_for(all_pulled, 20)
+            rows = await asyncio.to_thread(_progress_json, emulator, "busy")
+            assert [(r["consumerOffset"], r["pullOffset"], r["inflight"], r["ready"]) for r in rows] == [(0, 20, 20, 0)]
+            release.set()
+
+            async def all_done() -> bool:
+                s = await admin.consumer_progress("busy", "Busy")
+                return [w.consumer_offset for w in s.offset_table.values()] == [20]
+            assert await wait_for(all_done, 20)
+        rows = await asyncio.to_thread(_progress_json, emulator, "busy")
+        assert [(r["consumerOffset"], r["inflight"], r["ready"]) for r in rows] == [(20, 0, 0)]

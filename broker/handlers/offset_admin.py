@@ -1,7 +1,8 @@
 """Admin requests about consumer offsets: INVOKE_BROKER_TO_RESET_OFFSET (222), INVOKE_BROKER_TO_GET_CONSUMER_STATUS
 (223), GET_CONSUME_STATS (with 5.x's pull offset, for ready and inflight), and the emulator's EXPIRE_FILES_NOW.
 
-GET_CONSUME_STATS per queue: `brokerOffset` (max), `consumerOffset` (committed; for a broadcasting group the
+GET_CONSUME_STATS covers the topics the group has offsets for and, unlike 4.9.x, the topics an online group
+subscribes to (so progress shows before the first commit). Per queue: `brokerOffset` (max), `consumerOffset` (committed; for a broadcasting group the
 minimum over its live clients), `pullOffset` (the next offset the group's last pull was given, never below the
 committed one) and `lastTimestamp`. Inflight = pullOffset − consumerOffset, ready = brokerOffset − pullOffset.
 """
@@ -60,6 +61,8 @@ class OffsetAdminProcessor:
         offsets = b.consumer_offset_manager
         stored_as = group + BROADCAST_SUFFIX if broadcasting else group
         topics = {h.topic} if h.topic else offsets.topics_of_group(stored_as)
+        if not h.topic and gi is not None:  # an online group's topics show before anything is committed
+            topics |= set(gi.subscription_table)
         if broadcasting and not h.topic:
             topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
         table = {}

@@ -109,9 +109,6 @@ class PullMessageProcessor:
             raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
         status = result.status
         body = b""
-        b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
-        if broadcasting:
-            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, h.queue_offset)
         if status is _S.FOUND:
             code = _R.SUCCESS
             body = result.body()
@@ -127,6 +124,10 @@ class PullMessageProcessor:
         if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET:
             b.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
                                                     h.commit_offset)
+        # after the commit: a commit offset is checked against what was pulled before this pull
+        b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
+        if broadcasting:
+            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, h.queue_offset)
 
         if code == _R.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
             hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_ms
