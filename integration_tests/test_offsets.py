@@ -616,3 +616,34 @@ async def test_s8_inflight_of_a_busy_client_consumer(emulator):
             assert await wait_for(all_done, 20)
         rows = await asyncio.to_thread(_progress_json, emulator, "busy")
         assert [(r["consumerOffset"], r["inflight"], r["ready"]) for r in rows] == [(20, 0, 0)]
+
+
+async def test_get_consumer_status_relays_each_clients_offsets(emulator):
+    ns = emulator.namesrv_addr
+    async with Admin(ns) as admin:
+        await admin.create_topic("Status", 2, 2)
+        async with Producer("p", namesrv=ns) as p:
+            await p.send_batch("Status", [f"m{i}" for i in range(6)])
+        got: list[str] = []
+        members = []
+        for name in ("a", "b"):
+            c = PushConsumer("status", namesrv=ns, instance_name=name, consume_from=FIRST_OFFSET)
+            c.subscribe("Status")
+            c.on_message(lambda m: got.append(m.text))
+            members.append(await c.start())
+        try:
+            # (a queue may move from the first member to the second: at least once, so count distinct bodies)
+            assert await wait_for(lambda: len(set(got)) == 6 and
+                                  sum(q.topic == "Status" for c in members for q in c.assignment()) == 2, 20), \
+                (got, [c.assignment() for c in members])
+            status = await admin.get_consumer_status("status", "Status")
+            assert sorted(status) == sorted(c.client_id for c in members)
+            owned = {mq.queue_id: off for table in status.values() for mq, off in table.items()}
+            assert sum(owned.values()) == 6 and set(owned) == {0, 1}
+            only_a = await admin.get_consumer_status("status", "Status", members[0].client_id)
+            assert list(only_a) == [members[0].client_id]
+        finally:
+            for c in members:
+                await c.stop()
+        with pytest.raises(Exception, match="No Any Consumer online"):
+            await admin.get_consumer_status("status", "Status")
