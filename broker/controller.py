@@ -32,7 +32,7 @@ from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
 from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
-from .remoting import DispatchTable, RemotingConnection, RemotingServer
+from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 from .schedule import ScheduleMessageService
 from .subscription_group import SubscriptionGroupManager
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
@@ -99,7 +99,7 @@ class BrokerController:
                                              config.host, config.broker_port - 2)
             self.vip_server.on_connection_lost.append(self._channel_closed)
         self.topic_config_manager.on_change.append(self.register_with_namesrv)
-        self._tasks: list[asyncio.Task[None]] = []
+        self.timers = PeriodicTasks()
         self._background: set[asyncio.Future[object]] = set()  # worker-thread writes under way
         self.started_at = 0.0
 
@@ -135,12 +135,13 @@ class BrokerController:
             await self.vip_server.start_serving()
         self.register_with_namesrv()
         await self.schedule_service.start()
-        self._every(0.1, self._flush)
-        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)
-        self._every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
-        self._every(10.0, self._clean_files)
-        self._every(5.0, self.broadcast_offsets.scan)
-        self._every(30.0, self._register_periodically)
+        every = self.timers.every
+        every(0.1, self._flush)
+        every(self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)
+        every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
+        every(10.0, self._clean_files)
+        every(5.0, self.broadcast_offsets.scan)
+        every(30.0, self._register_periodically)
         self.started_at = time.time()
 
     async def stop(self) -> None:
@@ -149,10 +150,7 @@ class BrokerController:
         if self.vip_server is not None:
             self.vip_server.stop_accepting()
         self.pull_hold_service.wake_all()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        await self.timers.stop()
         await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
         self.consumer_offset_manager.persist()
@@ -182,18 +180,6 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-    def _every(self, seconds: float, fn: Callable[[], object | Awaitable[object]]) -> None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(seconds)
-                try:
-                    result = fn()
-                    if asyncio.iscoroutine(result):
-                        await result
-                except Exception:  # noqa: BLE001 - a periodic task must survive one failure
-                    log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
-        self._tasks.append(asyncio.get_running_loop().create_task(loop()))
 
     # -- periodic work ------------------------------------------------------------------------------
     async def _flush(self) -> None:

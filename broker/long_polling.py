@@ -14,7 +14,7 @@ from typing import Callable
 
 from rocketmq_emulator.protocol import RemotingCommand
 
-from .remoting import RemotingConnection
+from rocketmq_emulator.protocol.transport import RemotingConnection
 
 log = logging.getLogger("rocketmq_emulator.long_polling")
 
@@ -86,8 +86,8 @@ class PullRequestHoldService:
         try:
             response = self.rerun(pr.request, pr.conn)
         except Exception as exc:  # noqa: BLE001 - the client still gets an answer
-            response = pr.conn._error_response(pr.request, exc)
-        pr.conn._reply(pr.request, response)
+            response = pr.conn.error_response(pr.request, exc)
+        pr.conn.reply(pr.request, response)
 
     def wake_group(self, group: str, topic: str) -> int:
         """Answer now every held pull of `group` on `topic` (a reset was stored: their next pull applies it)."""

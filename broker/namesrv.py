@@ -23,7 +23,7 @@ from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerName
                               GetTopicsByClusterRequestHeader, KVConfigRequestHeader, PutKVConfigRequestHeader,
                               RegisterBrokerRequestHeader)
 
-from .remoting import DispatchTable, RemotingConnection, RemotingServer
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
 

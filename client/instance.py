@@ -12,12 +12,13 @@ import asyncio
 import logging
 import random
 import time
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Protocol
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import (ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData)
 from rocketmq_emulator.protocol.headers import GetRouteInfoRequestHeader
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY
+from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection
 
 from . import route as routing
 from .api import BrokerAPI, request
@@ -25,13 +26,17 @@ from .config import LANGUAGE, ClientConfig
 from .errors import (BrokerUnreachableError, ClientError, ClientStateError, NoRouteError,
                      RequestTimeoutError, response_error)
 from .message import set_unique_id_ip
-from .remoting import RemotingClient, RemotingConnection
+from .remoting import RemotingClient
 
 
 log = logging.getLogger("rocketmq_emulator.client")
 log.addHandler(logging.NullHandler())
 
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
+#: requests a broker sends about one consumer group, handed to that group's consumer
+CONSUMER_REQUESTS = (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+                     RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, RequestCode.GET_CONSUMER_RUNNING_INFO,
+                     RequestCode.CONSUME_MESSAGE_DIRECTLY)
 
 
 class RegisteredConsumer(Protocol):
@@ -54,7 +59,10 @@ class ClientInstance:
     def __init__(self, client_id: str, config: ClientConfig) -> None:
         self.client_id = client_id
         self.config = config
-        self.remoting = RemotingClient(self._on_request, connect_timeout=config.connect_timeout,
+        table = DispatchTable(f"client {client_id}")
+        table.register(CONSUMER_REQUESTS, self._to_consumer)
+        table.register(RequestCode.CHECK_TRANSACTION_STATE, lambda request, conn: None)  # no transactions here
+        self.remoting = RemotingClient(table, connect_timeout=config.connect_timeout,
                                        backoff_max=config.reconnect_backoff_max)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish: dict[str, routing.TopicPublishInfo] = {}
@@ -65,7 +73,7 @@ class ClientInstance:
         self._namesrv = config.namesrv_addrs
         self._namesrv_index = random.randrange(len(self._namesrv))
         self._refs = 0
-        self._tasks: list[asyncio.Task[None]] = []
+        self.timers = PeriodicTasks(self._periodic_failed)
         self._background: set[asyncio.Task[Any]] = set()
         self._route_locks: dict[str, asyncio.Lock] = {}
         self._refreshed: dict[str, float] = {}
@@ -96,30 +104,24 @@ class ClientInstance:
 
     def _start(self) -> None:
         self.started = True
-        self._every(self.config.poll_name_server_interval, self.refresh_routes)
-        self._every(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers)
-        self._every(self.config.persist_consumer_offset_interval, self._persist_all_offsets)
+        self.timers.every(self.config.poll_name_server_interval, self.refresh_routes)
+        self.timers.every(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers)
+        self.timers.every(self.config.persist_consumer_offset_interval, self._persist_all_offsets)
 
     async def _stop(self) -> None:
         self.started = False
-        for task in [*self._tasks, *self._background]:
+        await self.timers.stop()
+        for task in self._background:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
-        self._tasks.clear()
+        await asyncio.gather(*self._background, return_exceptions=True)
         self._background.clear()
         self.remoting.close()
 
-    def _every(self, seconds: float, fn: Callable[[], Awaitable[Any]]) -> None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(seconds)
-                try:
-                    await fn()
-                except ClientError as exc:
-                    log.debug("%s: periodic %s failed: %s", self.client_id, fn.__name__, exc)
-                except Exception:  # noqa: BLE001 - a periodic task survives a bug in one round
-                    log.exception("%s: periodic %s failed", self.client_id, fn.__name__)
-        self._tasks.append(asyncio.get_running_loop().create_task(loop()))
+    def _periodic_failed(self, name: str, exc: BaseException) -> None:
+        if isinstance(exc, ClientError):  # a broker away for a while: said once per round, quietly
+            log.debug("%s: periodic %s failed: %s", self.client_id, name, exc)
+        else:
+            log.error("%s: periodic %s failed", self.client_id, name, exc_info=exc)
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         """Run `coro` in the background; cancelled when the instance stops; failures are logged."""
@@ -328,23 +330,16 @@ class ClientInstance:
                 log.debug("%s: persisting offsets of %s failed: %s", self.client_id, consumer.group, exc)
 
     # -- server requests ----------------------------------------------------------------------------
-    async def _on_request(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
-        code = cmd.code
+    async def _to_consumer(self, cmd: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | None:
+        """A request for one of this instance's consumers, named by the group in its header."""
         ext = cmd.ext_fields or {}
         group = ext.get("consumerGroup") or ext.get("group")
-        if code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                    RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, RequestCode.GET_CONSUMER_RUNNING_INFO,
-                    RequestCode.CONSUME_MESSAGE_DIRECTLY):
-            consumer = self.consumers.get(group or "")
-            if consumer is None:
-                log.debug("%s: %s for unknown group %r ignored", self.client_id, RequestCode(code).name, group)
-                return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
-                                                   f"The Consumer Group <{group}> not exist in this consumer")
-            return await consumer.handle_server_request(cmd)
-        if code == RequestCode.CHECK_TRANSACTION_STATE:
-            return None  # transactions are not supported by this client (and refused by the emulator)
-        return RemotingCommand.response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                           f" request type {code} not supported")
+        consumer = self.consumers.get(group or "")
+        if consumer is None:
+            log.debug("%s: %s for unknown group %r ignored", self.client_id, RequestCode(cmd.code).name, group)
+            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
+                                               f"The Consumer Group <{group}> not exist in this consumer")
+        return await consumer.handle_server_request(cmd)
 
 
 __all__ = ["ClientInstance", "request", "MessageQueue", "CLIENT_INNER_PRODUCER"]

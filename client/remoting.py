@@ -1,162 +1,33 @@
-"""The client's transport: one TCP connection per address, requests matched to responses by opaque,
-oneway requests, timeouts, server-initiated requests handed to a handler, reconnection with backoff.
-
-`RemotingConnection` is an `asyncio.Protocol` over the sans-IO `FrameDecoder`. A request's future lives in
-`pending` only while its caller waits: a cancelled or timed-out caller removes its own entry and nothing
-else, and a late response for it is dropped. `RemotingClient` owns the connections of one client instance.
+"""The client's connections: one per address, made on first use, remade after a loss, with backoff between
+failed attempts. Each is the shared `protocol.transport.RemotingConnection` (opaque matching, timeouts,
+oneway, server-initiated requests dispatched through a `DispatchTable`), raising this package's errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
-from typing import Awaitable, Callable
 
-from rocketmq_emulator.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_command
-from rocketmq_emulator.protocol.codes import request_code_name
+from rocketmq_emulator.protocol import RemotingCommand
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from .errors import BrokerUnreachableError, RequestTimeoutError
 
 log = logging.getLogger("rocketmq_emulator.client.remoting")
 
-#: handles a request the server sent; returns the response to write (None: nothing to answer)
-RequestHandler = Callable[["RemotingConnection", RemotingCommand], Awaitable["RemotingCommand | None"]]
+
+class ClientErrors:
+    """What a caller of the client's transport sees: errors that say what happened and what to do."""
+
+    def closed(self, addr: str, detail: str) -> Exception:
+        return BrokerUnreachableError(addr, detail)
+
+    def timeout(self, addr: str, what: str, timeout: float) -> Exception:
+        return RequestTimeoutError(addr, what, timeout)
 
 
-def _describe(cmd: RemotingCommand) -> str:
-    return request_code_name(cmd.code)
-
-
-class RemotingConnection(asyncio.Protocol):
-    def __init__(self, addr: str, handler: RequestHandler | None, on_lost: Callable[[RemotingConnection], None]) -> None:
-        self.addr = addr
-        self.handler = handler
-        self.on_lost = on_lost
-        self.decoder = FrameDecoder()
-        self.transport: asyncio.Transport | None = None
-        self.pending: dict[int, asyncio.Future[RemotingCommand]] = {}
-        self.closed = False
-        self.local_addr = ""
-        self._paused = False
-        self._drain_waiters: list[asyncio.Future[None]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    # -- asyncio.Protocol ---------------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
-        local = transport.get_extra_info("sockname")
-        if local:
-            self.local_addr = f"{local[0]}:{local[1]}"
-
-    def data_received(self, data: bytes) -> None:
-        decoder = self.decoder
-        decoder.feed(data)
-        pending = self.pending
-        try:
-            for cmd in decoder:
-                if cmd.flag & 1:
-                    fut = pending.pop(cmd.opaque, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(cmd)
-                else:
-                    self._request_received(cmd)
-        except ProtocolError as exc:
-            log.warning("%s sent a malformed frame, closing the connection: %s", self.addr, exc)
-            self.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        error = BrokerUnreachableError(self.addr, f"connection lost ({exc})" if exc else "connection closed")
-        pending, self.pending = self.pending, {}
-        for fut in pending.values():
-            if not fut.done():
-                fut.set_exception(error)
-        for waiter in self._drain_waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._drain_waiters.clear()
-        self.on_lost(self)
-
-    def pause_writing(self) -> None:
-        self._paused = True
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        for waiter in self._drain_waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._drain_waiters.clear()
-
-    # -- server-initiated requests ------------------------------------------------------------------
-    def _request_received(self, cmd: RemotingCommand) -> None:
-        if self.handler is None:
-            return
-        task = asyncio.get_running_loop().create_task(self._handle(cmd))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _handle(self, cmd: RemotingCommand) -> None:
-        try:
-            response = await self.handler(self, cmd)  # type: ignore[misc]
-        except Exception:  # noqa: BLE001 - a handler bug must not kill the connection
-            log.exception("handling %s from %s failed", _describe(cmd), self.addr)
-            return
-        if response is not None and not cmd.flag & 2:
-            response.opaque = cmd.opaque
-            response.flag |= 1
-            response.serialize_type = cmd.serialize_type
-            self.write(response)
-
-    # -- requests -----------------------------------------------------------------------------------
-    def write(self, cmd: RemotingCommand) -> None:
-        transport = self.transport
-        if transport is None or self.closed or transport.is_closing():
-            raise BrokerUnreachableError(self.addr, "connection closed")
-        transport.writelines(encode_command(cmd))
-
-    async def drain(self) -> None:
-        if self._paused and not self.closed:
-            waiter = asyncio.get_running_loop().create_future()
-            self._drain_waiters.append(waiter)
-            await waiter
-
-    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send `cmd` and wait for the response with its opaque, at most `timeout` seconds."""
-        if self._paused:
-            await self.drain()
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        opaque = cmd.opaque
-        self.pending[opaque] = fut
-        timer = loop.call_later(timeout, _expire, fut, self.addr, cmd, timeout)
-        try:
-            self.write(cmd)
-            return await fut
-        finally:
-            timer.cancel()
-            if self.pending.get(opaque) is fut:
-                del self.pending[opaque]
-
-    def invoke_oneway(self, cmd: RemotingCommand) -> None:
-        cmd.flag |= 2
-        self.write(cmd)
-
-    def close(self) -> None:
-        if self.transport is not None and not self.closed:
-            self.transport.close()
-
-
-def _expire(fut: asyncio.Future[RemotingCommand], addr: str, cmd: RemotingCommand, timeout: float) -> None:
-    if not fut.done():
-        fut.set_exception(RequestTimeoutError(addr, _describe(cmd), timeout))
+_ERRORS = ClientErrors()
 
 
 class _AddressState:
@@ -177,9 +48,9 @@ class RemotingClient:
     `backoff_max`. Requests made during the wait fail at once with `BrokerUnreachableError` (so a producer
     moves to another broker instead of stalling)."""
 
-    def __init__(self, handler: RequestHandler | None = None, *, connect_timeout: float = 3.0,
+    def __init__(self, table: DispatchTable | None = None, *, connect_timeout: float = 3.0,
                  backoff_max: float = 5.0) -> None:
-        self.handler = handler
+        self.table = table  # the requests servers send this client (NOTIFY_CONSUMER_IDS_CHANGED, ...)
         self.connect_timeout = connect_timeout
         self.backoff_max = backoff_max
         self._states: dict[str, _AddressState] = {}
@@ -238,7 +109,8 @@ class RemotingClient:
         loop = asyncio.get_running_loop()
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: RemotingConnection(addr, self.handler, self._lost), host, int(port)),
+                loop.create_connection(lambda: RemotingConnection(self.table, name="client", addr=addr, errors=_ERRORS,
+                                                                  on_lost=self._lost), host, int(port)),
                 self.connect_timeout)
         except asyncio.TimeoutError:
             raise BrokerUnreachableError(addr, f"connection attempt timed out after {self.connect_timeout:g} s") \
@@ -262,7 +134,8 @@ class RemotingClient:
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         conn = self.connection(addr) or await self.connect(addr)
-        conn.invoke_oneway(cmd)
+        if not conn.invoke_oneway(cmd):
+            raise BrokerUnreachableError(addr, "connection closed")
 
     def close(self) -> None:
         self.closed = True

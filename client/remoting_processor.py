@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
@@ -40,33 +40,42 @@ log = logging.getLogger("rocketmq_emulator.client.consumer")
 class ClientRemotingProcessor:
     def __init__(self, consumer: PushConsumer) -> None:
         self.consumer = consumer
+        #: request code -> handler, as the broker's dispatch table (the instance routes a group's requests here)
+        self.table: dict[int, Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]] = {
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._reset_requested,
+            RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: self._status,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self._running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self._consume_directly,
+        }
 
     async def handle(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        consumer = self.consumer
-        code = cmd.code
-        if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            consumer.rebalance_now()
-            return None
-        if code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
-            try:
-                h = ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
-                table = ResetOffsetBody.decode(cmd.body).offset_table if cmd.body else {}
-            except ProtocolError as exc:
-                log.warning("%s: ignoring a RESET_CONSUMER_CLIENT_OFFSET that cannot be read: %s", consumer.group,
-                            exc)
-                return None
-            consumer.side_task(self.reset_offset(h.topic, table))
-            return None
-        if code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
-            topic = GetConsumerStatusRequestHeader.from_ext(cmd.ext_fields).topic
-            body = GetConsumerStatusBody(message_queue_table=consumer.offset_store.clone_offset_table(topic))
-            return RemotingCommand.response_to(cmd, body=body.encode())
-        if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            return RemotingCommand.response_to(cmd, body=self.running_info().encode())
-        if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
-            return await self._consume_directly(cmd)
-        return RemotingCommand.response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                           f" request type {code} not supported")
+        handler = self.table.get(cmd.code)
+        if handler is None:
+            return RemotingCommand.response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                               f" request type {cmd.code} not supported")
+        return await handler(cmd)
+
+    async def _ids_changed(self, cmd: RemotingCommand) -> None:
+        self.consumer.rebalance_now()
+
+    async def _reset_requested(self, cmd: RemotingCommand) -> None:
+        try:
+            h = ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
+            table = ResetOffsetBody.decode(cmd.body).offset_table if cmd.body else {}
+        except ProtocolError as exc:
+            log.warning("%s: ignoring a RESET_CONSUMER_CLIENT_OFFSET that cannot be read: %s", self.consumer.group,
+                        exc)
+            return
+        self.consumer.side_task(self.reset_offset(h.topic, table))
+
+    async def _status(self, cmd: RemotingCommand) -> RemotingCommand:
+        topic = GetConsumerStatusRequestHeader.from_ext(cmd.ext_fields).topic
+        body = GetConsumerStatusBody(message_queue_table=self.consumer.offset_store.clone_offset_table(topic))
+        return RemotingCommand.response_to(cmd, body=body.encode())
+
+    async def _running_info(self, cmd: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(cmd, body=self.running_info().encode())
 
     # -- reset and correction of offsets ------------------------------------------------------------
     async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:

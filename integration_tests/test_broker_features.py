@@ -8,7 +8,7 @@ import time
 
 from rocketmq_emulator.broker.cli import build_parser, config_from_args
 from rocketmq_emulator.broker.emulator import Emulator, second_broker
-from rocketmq_emulator.broker.remoting import MAX_IN_FLIGHT
+from rocketmq_emulator.protocol.transport import MAX_IN_FLIGHT
 from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
 from integration_tests.rawclient import RawClient

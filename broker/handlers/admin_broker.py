@@ -12,7 +12,7 @@ from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, 
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                               TopicRequestHeader)
 
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from ..topic_config import validate_topic
 
 if TYPE_CHECKING:

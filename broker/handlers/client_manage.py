@@ -15,7 +15,7 @@ from rocketmq_emulator.protocol.headers import GetProducerConnectionListRequestH
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from ..client_manager import ClientChannelInfo
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -16,7 +16,7 @@ from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCod
 from rocketmq_emulator.protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
                               UpdateConsumerOffsetRequestHeader)
 
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

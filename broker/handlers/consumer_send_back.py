@@ -14,7 +14,7 @@ from rocketmq_emulator.protocol.topics import dlq_topic, retry_topic
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageStatus
 
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

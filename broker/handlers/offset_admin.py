@@ -22,7 +22,7 @@ from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, 
 
 from ..broker2client import ResetRequest
 from ..consumer_offset import BROADCAST_SUFFIX
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

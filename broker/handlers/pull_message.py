@@ -16,7 +16,7 @@ from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInn
 from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..long_polling import PullRequest
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
 
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

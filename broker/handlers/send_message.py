@@ -21,7 +21,7 @@ from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GRO
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageResult, PutMessageStatus
 
-from ..remoting import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from ..topic_config import validate_topic
 
 if TYPE_CHECKING:

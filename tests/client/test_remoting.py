@@ -10,6 +10,7 @@ import pytest
 from rocketmq_emulator.client.errors import BrokerUnreachableError, RequestTimeoutError
 from rocketmq_emulator.client.remoting import RemotingClient
 from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, encode_command_bytes
+from rocketmq_emulator.protocol.transport import DispatchTable
 
 
 class Server:
@@ -101,11 +102,13 @@ async def test_server_requests_reach_the_handler_and_get_answers(server):
     addr = await server.start()
     seen = []
 
-    async def handler(conn, cmd):
+    async def handler(cmd, conn):
         seen.append(cmd.code)
         return None if cmd.code == 40 else RemotingCommand.response_to(cmd, 0, remark="handled")
 
-    client = RemotingClient(handler)
+    table = DispatchTable("client")
+    table.register((40, 307), handler)
+    client = RemotingClient(table)
     try:
         await client.invoke(addr, RemotingCommand.request(1), 5)
         writer = server.writers[0]

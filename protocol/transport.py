@@ -1,0 +1,415 @@
+"""The asyncio side of the remoting protocol, shared by the broker, the name server and the client (RocketMQ's
+own "remoting" module holds its codec and its Netty transport together; this is the transport). The only
+module of `protocol/` that imports asyncio: the codec modules stay sans-IO.
+
+* `DispatchTable`: request code -> handler, for whichever side receives requests. A handler gets
+  `(request, connection)` and returns a response, None (nothing to send now, e.g. a held pull) or an
+  awaitable of either; it may raise `BrokerError` (its code and remark are the answer) or `ProtocolError` (a
+  bad header: SYSTEM_ERROR naming the field). An unknown code gets REQUEST_CODE_NOT_SUPPORTED.
+* `RemotingConnection`: one TCP connection (a "channel"), either role. Feeds the sans-IO `FrameDecoder`;
+  matches responses to requests by opaque; stamps each answer with its request's opaque, the response flag
+  and the request's serialization; never answers a request marked oneway; writes every answer produced while
+  handling one read with one `writelines`; `invoke` (one timer per request: a timed-out or cancelled caller
+  removes only its own entry, a late answer is dropped), `invoke_oneway`, `drain`; pending requests fail when
+  the connection is lost. With `max_in_flight`, it stops reading while that many requests are being handled
+  (held pulls included) or while its own writes are paused: the broker's backpressure.
+* `RemotingServer`: listens on one port with one dispatch table and owns its connections.
+* `PeriodicTasks`: `every(seconds, fn)` loops with `stop()`, for both sides' timers.
+
+Errors a caller sees are made by an `ErrorFactory`, so that the client raises its own errors (which say what
+to do) and the broker plain ConnectionError/TimeoutError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import socket
+import time
+from typing import Any, Awaitable, Callable, Iterable, Protocol
+
+from .codes import ResponseCode, request_code_name
+from .command import RemotingCommand
+from .errors import BrokerError, ProtocolError
+from .frame import FrameDecoder, encode_command
+
+log = logging.getLogger("rocketmq_emulator.remoting")
+
+Handler = Callable[[RemotingCommand, "RemotingConnection"],
+                   "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+
+#: the broker's backpressure: a connection stops being read with this many requests in flight, resumes below
+MAX_IN_FLIGHT = 1024
+RESUME_IN_FLIGHT = 512
+
+
+class ErrorFactory(Protocol):
+    def closed(self, addr: str, detail: str) -> Exception: ...
+
+    def timeout(self, addr: str, what: str, timeout: float) -> Exception: ...
+
+
+class PlainErrors:
+    """ConnectionError and TimeoutError (the broker's requests to its clients)."""
+
+    def closed(self, addr: str, detail: str) -> Exception:
+        return ConnectionError(f"connection to {addr}: {detail}")
+
+    def timeout(self, addr: str, what: str, timeout: float) -> Exception:
+        return TimeoutError(f"{what} to {addr}: no answer within {timeout:g} s")
+
+
+class DispatchTable:
+    """One table from request code to handler (see the module docstring)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._handlers: dict[int, Handler] = {}
+
+    def register(self, codes: int | Iterable[int], handler: Handler) -> None:
+        for code in ([codes] if isinstance(codes, int) else codes):
+            self._handlers[int(code)] = handler
+
+    def get(self, code: int) -> Handler | None:
+        return self._handlers.get(code)
+
+    def without(self, *codes: int, name: str) -> DispatchTable:
+        table = DispatchTable(name)
+        table._handlers = {c: h for c, h in self._handlers.items() if c not in codes}
+        return table
+
+    def codes(self) -> set[int]:
+        return set(self._handlers)
+
+
+class RemotingConnection(asyncio.Protocol):
+    """One connection. `addr` is the peer's address as this side knows it (the target for a client, the
+    remote end for a server)."""
+
+    def __init__(self, table: DispatchTable | None, *, name: str, addr: str = "?",
+                 errors: ErrorFactory | None = None, max_in_flight: int | None = None,
+                 on_made: Callable[[RemotingConnection], None] | None = None,
+                 on_lost: Callable[[RemotingConnection], None] | None = None) -> None:
+        self.table = table
+        self.name = name
+        self.addr = self.peer = addr
+        self.errors = errors or PlainErrors()
+        self.max_in_flight = max_in_flight
+        self.on_made = on_made
+        self.on_lost = on_lost
+        self.decoder = FrameDecoder()
+        self.transport: asyncio.Transport | None = None
+        self.remote_ip = ""
+        self.remote_port = 0
+        self.local_addr = ""
+        self.created_at = time.time()
+        self.last_activity = time.monotonic()
+        self.closed = False
+        self.pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self.attributes: dict[str, Any] = {}  # per-channel state owned by handlers (client id, language, ...)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._in_flight = 0
+        self._reading_paused = False
+        self._writing_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._out: list[bytes] | None = None  # answers produced while handling one read, written at once
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.remote_ip, self.remote_port = peer[0], peer[1]
+            if self.remote_ip.startswith("::ffff:"):
+                self.remote_ip = self.remote_ip[7:]
+            self.peer = f"{self.remote_ip}:{self.remote_port}"
+        local = transport.get_extra_info("sockname")
+        if local:
+            self.local_addr = f"{local[0]}:{local[1]}"
+        if self.addr == "?":  # accepted: known by the peer's address
+            self.addr = self.peer
+        if self.on_made is not None:
+            self.on_made(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        decoder = self.decoder
+        decoder.feed(data)
+        self._out = out = []
+        pending = self.pending
+        try:
+            for cmd in decoder:
+                if cmd.flag & 1:
+                    fut = pending.pop(cmd.opaque, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(cmd)
+                else:
+                    self._request_received(cmd)
+        except ProtocolError as exc:
+            log.warning("%s %s: malformed frame, closing the connection: %s", self.name, self.addr, exc)
+            self._flush_out(out)
+            self.close()
+            return
+        self._flush_out(out)
+
+    def _flush_out(self, out: list[bytes]) -> None:
+        self._out = None
+        if out and self.transport is not None and not self.closed and not self.transport.is_closing():
+            self.transport.writelines(out)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        pending, self.pending = self.pending, {}
+        error = self.errors.closed(self.addr, f"connection lost ({exc})" if exc else "connection closed")
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(error)
+        self._wake_drainers()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._wake_drainers()
+        self._update_reading()
+
+    def _wake_drainers(self) -> None:
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+
+    # -- requests from the peer ---------------------------------------------------------------------
+    def _request_received(self, request: RemotingCommand) -> None:
+        handler = self.table.get(request.code) if self.table is not None else None
+        if handler is None:
+            log.info("%s %s: request code %d (%s) not supported", self.name, self.addr, request.code,
+                     request_code_name(request.code))
+            self.reply(request, RemotingCommand.response_to(
+                request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
+            return
+        try:
+            result = handler(request, self)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an answer
+            self.reply(request, self.error_response(request, exc))
+            return
+        if inspect.isawaitable(result):
+            self._in_flight += 1
+            self._update_reading()
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)
+            task.add_done_callback(lambda t, r=request: self._task_done(t, r))
+        elif result is not None:
+            self.reply(request, result)
+
+    def _task_done(self, task: asyncio.Task[Any], request: RemotingCommand) -> None:
+        self._tasks.discard(task)
+        self._in_flight -= 1
+        self._update_reading()
+        if task.cancelled():
+            return
+        exc = task.exception()
+        response = self.error_response(request, exc) if exc is not None else task.result()
+        if response is not None:
+            self.reply(request, response)
+
+    def error_response(self, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
+        if isinstance(exc, BrokerError):
+            return RemotingCommand.response_to(request, exc.code, exc.remark)
+        if isinstance(exc, ProtocolError):
+            log.info("%s %s: bad %s request: %s", self.name, self.addr, request_code_name(request.code), exc)
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        log.error("%s %s: %s request failed", self.name, self.addr, request_code_name(request.code), exc_info=exc)
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Answer unless the request is marked oneway (C++, Go and ali-ons never mark it: they get answers)."""
+        if request.flag & 2:
+            return
+        response.opaque = request.opaque
+        response.flag |= 1
+        response.serialize_type = request.serialize_type
+        self.send(response)
+
+    def hold(self) -> None:
+        """Count a request answered later outside a task (a held pull) for backpressure."""
+        self._in_flight += 1
+        self._update_reading()
+
+    def release(self) -> None:
+        self._in_flight -= 1
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        transport = self.transport
+        if self.max_in_flight is None or transport is None or self.closed:
+            return
+        should_pause = self._writing_paused or self._in_flight >= self.max_in_flight
+        if should_pause and not self._reading_paused:
+            self._reading_paused = True
+            transport.pause_reading()
+        elif self._reading_paused and not self._writing_paused and \
+                self._in_flight <= min(RESUME_IN_FLIGHT, self.max_in_flight // 2):
+            self._reading_paused = False
+            transport.resume_reading()
+
+    # -- writing and requests to the peer -----------------------------------------------------------
+    def send(self, cmd: RemotingCommand) -> bool:
+        """Write one command; False if the connection is gone or the command cannot be encoded."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            return False
+        try:
+            segments = encode_command(cmd)
+        except ProtocolError as exc:
+            log.error("%s %s: cannot encode a %d command: %s", self.name, self.addr, cmd.code, exc)
+            return False
+        out = self._out
+        if out is not None:
+            out.extend(segments)
+        else:
+            transport.writelines(segments)
+        return True
+
+    async def drain(self) -> None:
+        if self._writing_paused and not self.closed:
+            waiter = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send `cmd` and wait for the answer with its opaque, at most `timeout` seconds."""
+        if self._writing_paused:
+            await self.drain()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        opaque = cmd.opaque
+        self.pending[opaque] = fut
+        timer = loop.call_later(timeout, self._expire, fut, cmd, timeout)
+        try:
+            if not self.send(cmd):
+                raise self.errors.closed(self.addr, "connection closed")
+            return await fut
+        finally:
+            timer.cancel()
+            if self.pending.get(opaque) is fut:
+                del self.pending[opaque]
+
+    def _expire(self, fut: asyncio.Future[RemotingCommand], cmd: RemotingCommand, timeout: float) -> None:
+        if not fut.done():
+            fut.set_exception(self.errors.timeout(self.addr, request_code_name(cmd.code), timeout))
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> bool:
+        """Send `cmd` marked oneway (no answer expected); False if the connection is gone."""
+        cmd.flag |= 2
+        return self.send(cmd)
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.close()
+
+
+class RemotingServer:
+    """Listens on one port with one dispatch table; tracks its connections (with the broker's backpressure)."""
+
+    def __init__(self, name: str, table: DispatchTable, host: str, port: int,
+                 max_in_flight: int | None = MAX_IN_FLIGHT) -> None:
+        self.name = name
+        self.table = table
+        self.host = host
+        self.port = port
+        self.max_in_flight = max_in_flight
+        self.connections: set[RemotingConnection] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self.on_connection_lost: list[Callable[[RemotingConnection], None]] = []
+
+    def _protocol(self) -> RemotingConnection:
+        return RemotingConnection(self.table, name=self.name, max_in_flight=self.max_in_flight,
+                                  on_made=self._connection_made, on_lost=self._connection_lost)
+
+    async def start(self, serving: bool = True) -> None:
+        """Bind (the real port is known afterwards, also for port 0) and, unless told not to, accept."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._protocol, self.host, self.port, reuse_address=True,
+                                                backlog=1024, start_serving=serving)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def start_serving(self) -> None:
+        if self._server is not None:
+            await self._server.start_serving()
+
+    def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def stop(self) -> None:
+        self.stop_accepting()
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 0.5)
+            except asyncio.TimeoutError:
+                pass
+            self._server = None
+
+    async def __aenter__(self) -> RemotingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _connection_made(self, conn: RemotingConnection) -> None:
+        self.connections.add(conn)
+        log.debug("%s: connection from %s", self.name, conn.peer)
+
+    def _connection_lost(self, conn: RemotingConnection) -> None:
+        self.connections.discard(conn)
+        log.debug("%s: connection from %s closed", self.name, conn.peer)
+        for callback in self.on_connection_lost:
+            try:
+                callback(conn)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: connection-lost callback failed", self.name)
+
+
+class PeriodicTasks:
+    """Timers of a long-lived object: `every(seconds, fn)` runs `fn` (plain or async) every `seconds` until
+    `stop()`. A failing round is reported to `on_error(fn_name, exc)` (default: logged with its traceback)
+    and the loop goes on."""
+
+    def __init__(self, on_error: Callable[[str, BaseException], None] | None = None) -> None:
+        self.on_error = on_error or (lambda name, exc: log.error("periodic task %s failed", name, exc_info=exc))
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def every(self, seconds: float, fn: Callable[[], object | Awaitable[object]]) -> None:
+        name = getattr(fn, "__name__", repr(fn))
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    result = fn()
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as exc:  # noqa: BLE001 - a periodic task survives one failed round
+                    self.on_error(name, exc)
+        self.tasks.append(asyncio.get_running_loop().create_task(loop()))
+
+    async def stop(self) -> None:
+        tasks, self.tasks = self.tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

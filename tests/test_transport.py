@@ -1,0 +1,110 @@
+"""The one transport of broker and client (protocol/transport.py), over real loopback sockets: a
+RemotingServer with a dispatch table, and a RemotingConnection dialling it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rocketmq_emulator.protocol import BrokerError, ProtocolError, RemotingCommand, ResponseCode
+from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
+
+
+def server_table() -> DispatchTable:
+    table = DispatchTable("test")
+
+    async def slow(req, conn):
+        await asyncio.sleep(int(req.ext_fields["ms"]) / 1000)
+        return RemotingCommand.response_to(req, remark=req.ext_fields["ms"])
+
+    def refuse(req, conn):
+        raise BrokerError(ResponseCode.NO_PERMISSION, "not you")
+
+    def bad_header(req, conn):
+        raise ProtocolError("missing required header field `topic`")
+
+    def bug(req, conn):
+        raise RuntimeError("boom")
+
+    table.register(1, slow)
+    table.register(2, refuse)
+    table.register(3, bad_header)
+    table.register(4, bug)
+    table.register(5, lambda req, conn: None)  # answered later, or never
+    return table
+
+
+async def connect(port: int, table: DispatchTable | None = None) -> RemotingConnection:
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_connection(lambda: RemotingConnection(table, name="test client",
+                                                                      addr=f"127.0.0.1:{port}"), "127.0.0.1", port)
+    return conn
+
+
+async def test_answers_matched_by_opaque_in_any_order_and_errors_become_codes():
+    async with RemotingServer("test", server_table(), "127.0.0.1", 0) as server:
+        conn = await connect(server.port)
+        try:
+            slow = asyncio.ensure_future(conn.invoke(RemotingCommand.request(1, {"ms": "200"}), 5))
+            fast = await conn.invoke(RemotingCommand.request(1, {"ms": "1"}), 5)
+            assert fast.remark == "1" and not slow.done()
+            assert (await slow).remark == "200"
+            answers = [await conn.invoke(RemotingCommand.request(code), 5) for code in (2, 3, 4, 77)]
+            assert [(a.code, a.remark) for a in answers] == [
+                (ResponseCode.NO_PERMISSION, "not you"),
+                (ResponseCode.SYSTEM_ERROR, "missing required header field `topic`"),
+                (ResponseCode.SYSTEM_ERROR, "RuntimeError: boom"),
+                (ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type 77 not supported")]
+            assert all(a.is_response for a in answers) and conn.pending == {}
+        finally:
+            conn.close()
+
+
+async def test_timeout_oneway_and_pending_failed_on_close():
+    async with RemotingServer("test", server_table(), "127.0.0.1", 0) as server:
+        conn = await connect(server.port)
+        with pytest.raises(TimeoutError, match="no answer within 0.1 s"):
+            await conn.invoke(RemotingCommand.request(5), 0.1)
+        assert conn.pending == {}  # the timed-out caller removed its own entry
+        assert conn.invoke_oneway(RemotingCommand.request(1, {"ms": "1"}))  # marked oneway: never answered
+        waiting = asyncio.ensure_future(conn.invoke(RemotingCommand.request(5), 5))
+        await asyncio.sleep(0.05)
+        for c in list(server.connections):
+            c.close()
+        with pytest.raises(ConnectionError, match="connection"):
+            await waiting
+        assert not conn.invoke_oneway(RemotingCommand.request(1, {"ms": "1"}))  # closed: reported, not raised
+
+
+async def test_server_initiated_requests_reach_the_other_sides_table():
+    client_table = DispatchTable("client")
+    client_table.register(40, lambda req, conn: RemotingCommand.response_to(req, remark="seen"))
+    async with RemotingServer("test", DispatchTable("empty"), "127.0.0.1", 0) as server:
+        conn = await connect(server.port, client_table)
+        try:
+            await asyncio.sleep(0.05)
+            [accepted] = server.connections
+            answer = await accepted.invoke(RemotingCommand.request(40), 5)
+            assert answer.remark == "seen" and answer.opaque
+        finally:
+            conn.close()
+
+
+async def test_periodic_tasks_survive_a_failing_round_and_stop():
+    failures: list[str] = []
+    rounds = 0
+
+    def tick():
+        nonlocal rounds
+        rounds += 1
+        if rounds == 2:
+            raise ValueError("one bad round")
+    timers = PeriodicTasks(lambda name, exc: failures.append(f"{name}: {exc}"))
+    timers.every(0.01, tick)
+    while rounds < 4:
+        await asyncio.sleep(0.01)
+    await timers.stop()
+    stopped_at = rounds
+    await asyncio.sleep(0.05)
+    assert rounds == stopped_at and failures == ["tick: one bad round"]
