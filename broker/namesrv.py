@@ -21,7 +21,9 @@ from rocketmq_emulator.protocol.bodies import Body, BrokerData, ClusterInfo, KVT
 from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader, DeleteTopicFromNamesrvRequestHeader,
                               GetKVListByNamespaceRequestHeader, GetRouteInfoRequestHeader,
                               GetTopicsByClusterRequestHeader, KVConfigRequestHeader, PutKVConfigRequestHeader,
-                              RegisterBrokerRequestHeader)
+                              RegisterBrokerRequestHeader, GetKVConfigResponseHeader,
+                              QueryDataVersionResponseHeader, WipeWritePermOfBrokerResponseHeader,
+                              AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
 
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
@@ -256,7 +258,7 @@ class NameServer:
         if value is None:
             return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                                f"No config item, Namespace: {h.namespace} Key: {h.key}")
-        return RemotingCommand.response_to(req, ext_fields={"value": value})
+        return RemotingCommand.response_to(req, ext_fields=GetKVConfigResponseHeader(value=value).to_ext())
 
     def delete_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = KVConfigRequestHeader.from_ext(req.ext_fields)
@@ -283,9 +285,8 @@ class NameServer:
         self.routes.register_broker(h.cluster_name, h.broker_name, h.broker_addr, h.broker_id,
                                     wrapper.topic_config_table, wrapper.data_version, conn, h.ha_server_addr)
         master = self.routes.broker_addr_table[h.broker_name].broker_addrs.get(0)
-        ext = {"haServerAddr": h.ha_server_addr} if h.ha_server_addr else {}
-        if master and h.broker_id != 0:
-            ext["masterAddr"] = master
+        ext = RegisterBrokerResponseHeader(ha_server_addr=h.ha_server_addr or None,
+                                           master_addr=master if master and h.broker_id != 0 else None).to_ext()
         return RemotingCommand.response_to(req, ext_fields=ext, body=KVTable(
             table=dict(self.routes.kv_config.get("ORDER_TOPIC_CONFIG", {}))).encode())
 
@@ -301,14 +302,16 @@ class NameServer:
         changed = info is None or version is None or info.data_version != version
         if info is not None:
             info.last_update = time.monotonic()
-        return RemotingCommand.response_to(req, ext_fields={"changed": "true" if changed else "false"})
+        return RemotingCommand.response_to(req, ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext())
 
     def wipe_write_perm(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         name = BrokerNameRequestHeader.from_ext(req.ext_fields).broker_name
         count = self.routes.set_broker_write_perm(name, False)
-        return RemotingCommand.response_to(req, ext_fields={"wipeTopicCount": str(count)})
+        return RemotingCommand.response_to(req, ext_fields=WipeWritePermOfBrokerResponseHeader(
+            wipe_topic_count=count).to_ext())
 
     def add_write_perm(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         name = BrokerNameRequestHeader.from_ext(req.ext_fields).broker_name
         count = self.routes.set_broker_write_perm(name, True)
-        return RemotingCommand.response_to(req, ext_fields={"addTopicCount": str(count)})
+        return RemotingCommand.response_to(req, ext_fields=AddWritePermOfBrokerResponseHeader(
+            add_topic_count=count).to_ext())

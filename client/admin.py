@@ -158,7 +158,7 @@ class Admin(InstanceUser):
         validate_topic(topic)
         addrs = await self._master_addrs(cluster)
         for addr in addrs:
-            await self.instance.api.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic},
+            await self.instance.api.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, TopicRequestHeader(topic=topic).to_ext(),
                                          operation=f"delete topic {topic!r}")
         ext = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext()
         await self._namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, ext, operation=f"delete topic {topic!r}")
@@ -358,7 +358,7 @@ class Admin(InstanceUser):
                                       operation=f"progress of group {group!r}")
             table = {mq: w for mq, w in ConsumeStats.decode(response.body).offset_table.items() if mq.topic == topic}
             if not table:
-                response = await api.call(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic},
+                response = await api.call(addr, RequestCode.GET_TOPIC_STATS_INFO, TopicRequestHeader(topic=topic).to_ext(),
                                           operation=f"status of topic {topic!r}")
                 for mq, t in TopicStatsTable.decode(response.body).offset_table.items():
                     table[mq] = OffsetWrapper(broker_offset=t.max_offset, consumer_offset=0)
@@ -411,9 +411,7 @@ class Admin(InstanceUser):
         route = await self.topic_route(topic)
         out: list[ReceivedMessage] = []
         ext = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin,
-                                        end_timestamp=end).to_ext()
-        if unique:
-            ext["_UNIQUE_KEY_QUERY"] = "true"
+                                        end_timestamp=end, unique_key_query=True if unique else None).to_ext()
         for bd in route.broker_datas:
             addr = bd.broker_addrs.get(routing.MASTER_ID) or next(iter(bd.broker_addrs.values()), None)
             if addr is None:

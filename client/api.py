@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Iterable
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody,
                              MessageQueue, UnlockBatchRequestBody)
-from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader, QueryConsumerOffsetRequestHeader,
+from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader,
+                              GetEarliestMsgStoretimeResponseHeader, OffsetResponseHeader,
+                              QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
                               QueueRequestHeader, SearchOffsetRequestHeader, UnregisterClientRequestHeader,
                               UpdateConsumerOffsetRequestHeader)
 
@@ -56,7 +58,8 @@ class BrokerAPI:
         await self.call(addr, RequestCode.UNREGISTER_CLIENT, ext, operation="unregister client")
 
     async def consumer_id_list(self, addr: str, group: str) -> list[str]:
-        response = await self.call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group},
+        response = await self.call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                                   GetConsumerListByGroupRequestHeader(consumer_group=group).to_ext(),
                                    operation=f"consumer list of group {group!r}")
         return GetConsumerListByGroupResponseBody.decode(response.body).consumer_id_list
 
@@ -80,7 +83,7 @@ class BrokerAPI:
         ext = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id).to_ext()
         response = await self.call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext,
                                    operation=f"query offset of {group!r} on {_q(mq)}")
-        return int((response.ext_fields or {}).get("offset", "-1"))
+        return QueryConsumerOffsetResponseHeader.from_ext(response.ext_fields).offset
 
     async def update_consumer_offset(self, addr: str, group: str, mq: MessageQueue, offset: int,
                                      oneway: bool = False) -> None:
@@ -94,7 +97,7 @@ class BrokerAPI:
 
     async def _offset(self, addr: str, code: int, ext: dict[str, str], what: str) -> int:
         response = await self.call(addr, code, ext, operation=what)
-        return int((response.ext_fields or {}).get("offset", "0"))
+        return OffsetResponseHeader.from_ext(response.ext_fields).offset
 
     async def max_offset(self, addr: str, mq: MessageQueue) -> int:
         return await self._offset(addr, RequestCode.GET_MAX_OFFSET,
@@ -116,7 +119,7 @@ class BrokerAPI:
         response = await self.call(addr, RequestCode.GET_EARLIEST_MSG_STORETIME,
                                    QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext(),
                                    operation=f"earliest store time of {_q(mq)}")
-        return int((response.ext_fields or {}).get("timestamp", "-1"))
+        return GetEarliestMsgStoretimeResponseHeader.from_ext(response.ext_fields).timestamp
 
     # -- consumption --------------------------------------------------------------------------------
     async def send_back(self, addr: str, group: str, *, commit_log_offset: int, origin_msg_id: str,

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
                               java_string_hash)
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
@@ -272,21 +273,19 @@ class Producer(InstanceUser):
 def send_header(group: str, mq: MessageQueue, properties: str, sys_flag: int = 0, flag: int = 0, *,
                 batch: bool = False, reconsume_times: int = 0,
                 max_reconsume_times: int | None = None) -> dict[str, str]:
-    """SendMessageRequestHeaderV2 extFields (one-letter names, §4.1), as a Java 4.9.8 producer fills them."""
-    ext = {"a": group, "b": mq.topic, "c": AUTO_CREATE_TOPIC_KEY, "d": str(DEFAULT_TOPIC_QUEUE_NUMS),
-           "e": str(mq.queue_id), "f": str(sys_flag), "g": str(time.time_ns() // 1_000_000), "h": str(flag),
-           "i": properties, "j": str(reconsume_times), "k": "false", "m": "true" if batch else "false",
-           "n": mq.broker_name}
-    if max_reconsume_times is not None:
-        ext["l"] = str(max_reconsume_times)
-    return ext
+    """SendMessageRequestHeaderV2 extFields (one-letter names), as a Java 4.9.8 producer fills them, through the
+    header class's fast encoding."""
+    return SendMessageRequestHeaderV2.fast_ext(
+        group, mq.topic, mq.queue_id, properties, sys_flag=sys_flag, flag=flag,
+        born_timestamp=time.time_ns() // 1_000_000, reconsume_times=reconsume_times, batch=batch,
+        bname=mq.broker_name, max_reconsume_times=max_reconsume_times, default_topic=AUTO_CREATE_TOPIC_KEY,
+        default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS)
 
 
 def _result(ext: dict[str, str], status: SendStatus, uniq: str, mq: MessageQueue) -> SendResult:
-    qid = ext.get("queueId")
-    if qid is not None and int(qid) != mq.queue_id:
-        mq = MessageQueue(mq.topic, mq.broker_name, int(qid))
-    return SendResult(status, uniq, ext.get("msgId", ""), mq, int(ext.get("queueOffset", "-1")),
-                      ext.get("MSG_REGION", "DefaultRegion"), ext.get("TRACE_ON", "true") != "false",
-                      ext.get("transactionId"))
+    h = SendMessageResponseHeader.from_ext(ext)
+    if h.queue_id != mq.queue_id:
+        mq = MessageQueue(mq.topic, mq.broker_name, h.queue_id)
+    return SendResult(status, uniq, h.msg_id, mq, h.queue_offset, ext.get("MSG_REGION", "DefaultRegion"),
+                      ext.get("TRACE_ON", "true") != "false", h.transaction_id)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.protocol import PullSysFlag, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue, SubscriptionData
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .errors import NoRouteError, response_error
@@ -66,23 +67,22 @@ class PullAPI:
             sys_flag |= PullSysFlag.COMMIT_OFFSET
         if suspend_timeout > 0:
             sys_flag |= PullSysFlag.SUSPEND
-        ext = {"consumerGroup": self.group, "topic": mq.topic, "queueId": str(mq.queue_id),
-               "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "0",
-               "commitOffset": str(commit_offset), "suspendTimeoutMillis": str(int(suspend_timeout * 1000)),
-               "subVersion": str(sub.sub_version), "expressionType": sub.expression_type or "TAG"}
         if post_subscription:
             sys_flag |= PullSysFlag.SUBSCRIPTION
-            ext["subscription"] = sub.sub_string
-        ext["sysFlag"] = str(int(sys_flag))
+        ext = PullMessageRequestHeader(
+            consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=max_nums, sys_flag=int(sys_flag), commit_offset=commit_offset,
+            suspend_timeout_millis=int(suspend_timeout * 1000), sub_version=sub.sub_version,
+            expression_type=sub.expression_type or "TAG",
+            subscription=sub.sub_string if post_subscription else None).to_ext()
         response = await instance.remoting.invoke(addr, request(RequestCode.PULL_MESSAGE, ext), timeout)
         status = _STATUS.get(response.code)
         if status is None:
             raise response_error(response.code, response.remark, operation=f"pull from {mq.topic}:{mq.queue_id}",
                                  addr=addr)
-        h = response.ext_fields or {}
-        self.suggested[mq] = int(h.get("suggestWhichBrokerId", "0"))
-        result = PullResult(status, int(h.get("nextBeginOffset", offset)), int(h.get("minOffset", "0")),
-                            int(h.get("maxOffset", "0")))
+        h = PullMessageResponseHeader.from_ext(response.ext_fields)
+        self.suggested[mq] = h.suggest_which_broker_id
+        result = PullResult(status, h.next_begin_offset, h.min_offset, h.max_offset)
         if status is PullStatus.FOUND:
             msgs = decode_received(response.body, mq, self.retry_topic)
             tags = tag_filter(sub)

@@ -241,13 +241,19 @@ async def test_s3_broadcasting_consumer_with_every_offset_illegal_recovers(emula
 # S4: reset by timestamp, clustering
 # ----------------------------------------------------------------------------------------------------------
 def _produce_before_and_after(emu, home: Path, topic: str = TOPIC) -> int:
-    """6 messages `A-i`, then the timestamp returned, then 6 messages `B-i`. A 4.9.x broker resets each queue to
-    the message stored *closest* to the time, so the time is taken right before B, well after A."""
-    produce(emu, home, 6, topic=topic, prefix="A-")
-    time.sleep(0.5)
-    ts = int(time.time() * 1000)
-    produce(emu, home, 6, topic=topic, prefix="B-")
-    return ts
+    """6 messages `A-i`, then the timestamp returned, then 6 messages `B-i` (round robin over the queues). A 4.9.x
+    broker resets each queue to the message stored *closest* to the time, so the time is taken well after A and
+    right before B (sent from this process: no client start-up between the time and B)."""
+    async def send() -> int:
+        async with Producer("ab_producer", namesrv=emu.namesrv_addr) as p:
+            for i in range(6):
+                await p.send(topic, f"A-{i}")
+            await asyncio.sleep(1.0)
+            ts = int(time.time() * 1000)
+            for i in range(6):
+                await p.send(topic, f"B-{i}")
+            return ts
+    return asyncio.run(send())
 
 
 def test_s4_reset_by_time_two_cpp_consumers_of_one_group(emulator, cpp_home):

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from rocketmq_emulator.protocol import ProtocolError
 from rocketmq_emulator.protocol import headers as H
+from rocketmq_emulator.protocol.headers import (PullMessageResponseHeader, SendMessageRequestHeaderV2,
+                                                SendMessageResponseHeader)
 from rocketmq_emulator.protocol.frame import decode_frames
 from tests.test_frame import CPP_SEND_BODY, CPP_SEND_HEADER, raw_frame
 
@@ -99,3 +101,33 @@ def test_every_header_round_trips(cls):
         assert cls.from_ext(ext) == h
 
     check()
+
+
+# -- fast encodings live on the header classes (Java's FastCodesHeader) and agree with the generic ones --------
+def test_fast_encodings_equal_the_generic_ones():
+    v2 = SendMessageRequestHeaderV2(producer_group="g", topic="t", queue_id=3, born_timestamp=123, properties="p",
+                                    sys_flag=4, flag=1, reconsume_times=2, batch=True, bname="broker-a",
+                                    max_reconsume_times=16)
+    fast = SendMessageRequestHeaderV2.fast_ext("g", "t", 3, "p", sys_flag=4, flag=1, born_timestamp=123,
+                                               reconsume_times=2, batch=True, bname="broker-a",
+                                               max_reconsume_times=16)
+    assert fast == v2.to_ext() and SendMessageRequestHeaderV2.from_ext(fast) == v2
+    pull = PullMessageResponseHeader(suggest_which_broker_id=0, next_begin_offset=7, min_offset=1, max_offset=9)
+    assert PullMessageResponseHeader.fast_ext(7, 1, 9) == pull.to_ext()
+    sent = SendMessageResponseHeader(msg_id="ABC", queue_id=2, queue_offset=5)
+    assert SendMessageResponseHeader.fast_ext("ABC", 2, 5) == sent.to_ext()
+
+
+def test_response_headers_round_trip():
+    from rocketmq_emulator.protocol.headers import (AddWritePermOfBrokerResponseHeader, GetKVConfigResponseHeader,
+                                                    QueryConsumerOffsetResponseHeader, QueryDataVersionResponseHeader,
+                                                    QueryMessageResponseHeader, RegisterBrokerResponseHeader,
+                                                    WipeWritePermOfBrokerResponseHeader)
+    for header in (QueryConsumerOffsetResponseHeader(offset=4), QueryDataVersionResponseHeader(changed=True),
+                   GetKVConfigResponseHeader(value="v"), WipeWritePermOfBrokerResponseHeader(wipe_topic_count=2),
+                   AddWritePermOfBrokerResponseHeader(add_topic_count=3),
+                   RegisterBrokerResponseHeader(master_addr="1.2.3.4:10911"),
+                   QueryMessageResponseHeader(index_last_update_timestamp=1, index_last_update_phyoffset=2)):
+        assert type(header).from_ext(header.to_ext()) == header
+    assert QueryDataVersionResponseHeader(changed=False).to_ext() == {"changed": "false"}
+    assert WipeWritePermOfBrokerResponseHeader(wipe_topic_count=2).to_ext() == {"wipeTopicCount": "2"}

@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
-                              UpdateConsumerOffsetRequestHeader)
+from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseHeader, OffsetResponseHeader,
+                                                QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
+                                                QueueRequestHeader, SearchOffsetRequestHeader,
+                                                UpdateConsumerOffsetRequestHeader)
 
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
@@ -38,12 +40,12 @@ class ConsumerManageProcessor:
         h = QueryConsumerOffsetRequestHeader.from_ext(req.ext_fields)
         offset = self.broker.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset >= 0:
-            return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+            return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
         store = self.broker.store
         if h.set_zero_if_not_found is not False and self.broker.config.new_group_offset == "legacy":
             min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
             if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
-                return RemotingCommand.response_to(req, ext_fields={"offset": "0"})
+                return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=0).to_ext())
         return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
@@ -56,19 +58,19 @@ class ConsumerManageProcessor:
     def get_max_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueueRequestHeader.from_ext(req.ext_fields)
         offset = self.broker.store.get_max_offset_in_queue(h.topic, h.queue_id)
-        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+        return RemotingCommand.response_to(req, ext_fields=OffsetResponseHeader(offset=offset).to_ext())
 
     def get_min_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueueRequestHeader.from_ext(req.ext_fields)
         offset = self.broker.store.get_min_offset_in_queue(h.topic, h.queue_id)
-        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+        return RemotingCommand.response_to(req, ext_fields=OffsetResponseHeader(offset=offset).to_ext())
 
     def search_offset_by_timestamp(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = SearchOffsetRequestHeader.from_ext(req.ext_fields)
         offset = self.broker.store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp)
-        return RemotingCommand.response_to(req, ext_fields={"offset": str(offset)})
+        return RemotingCommand.response_to(req, ext_fields=OffsetResponseHeader(offset=offset).to_ext())
 
     def get_earliest_msg_storetime(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueueRequestHeader.from_ext(req.ext_fields)
         ts = self.broker.store.get_earliest_message_time(h.topic, h.queue_id)
-        return RemotingCommand.response_to(req, ext_fields={"timestamp": str(ts)})
+        return RemotingCommand.response_to(req, ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp=ts).to_ext())

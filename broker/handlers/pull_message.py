@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, PermName, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
-from rocketmq_emulator.protocol.headers import PullMessageRequestHeader
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.message import java_string_hash
 from rocketmq_emulator.protocol.topics import OFFSET_MOVED_EVENT
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -139,9 +139,8 @@ class PullMessageProcessor:
         if code == _R.PULL_OFFSET_MOVED:
             self._offset_moved_event(h, result.next_begin_offset)
 
-        return RemotingCommand.response_to(req, code, status.name, {
-            "suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
-            "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}, body)
+        return RemotingCommand.response_to(req, code, status.name, PullMessageResponseHeader.fast_ext(
+            result.next_begin_offset, result.min_offset, result.max_offset), body)
 
     def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> int | None:
         """Where this pull must go instead of its queueOffset: a pending server-side reset, or (broadcasting) the
@@ -170,10 +169,9 @@ class PullMessageProcessor:
             b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, offset)
         log.info("%s: pull of %s queue %d by %s moved from %d to %d", h.consumer_group, h.topic, h.queue_id,
                  client_id, h.queue_offset, offset)
-        return RemotingCommand.response_to(req, _R.PULL_OFFSET_MOVED, "OFFSET_RESET", {
-            "suggestWhichBrokerId": "0", "nextBeginOffset": str(offset),
-            "minOffset": str(b.store.get_min_offset_in_queue(h.topic, h.queue_id)),
-            "maxOffset": str(b.store.get_max_offset_in_queue(h.topic, h.queue_id))})
+        return RemotingCommand.response_to(req, _R.PULL_OFFSET_MOVED, "OFFSET_RESET", PullMessageResponseHeader.fast_ext(
+            offset, b.store.get_min_offset_in_queue(h.topic, h.queue_id),
+            b.store.get_max_offset_in_queue(h.topic, h.queue_id)))
 
     def _offset_moved_event(self, h: PullMessageRequestHeader, offset_new: int) -> None:
         """Record the correction in topic OFFSET_MOVED_EVENT, as a master broker does (§9.4)."""

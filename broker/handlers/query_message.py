@@ -6,7 +6,8 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.headers import QueryMessageRequestHeader, ViewMessageRequestHeader
+from rocketmq_emulator.protocol.headers import (QueryMessageRequestHeader, QueryMessageResponseHeader,
+                                                ViewMessageRequestHeader)
 
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
@@ -34,12 +35,12 @@ class QueryMessageProcessor:
     def query_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext(req.ext_fields)
         max_num = h.max_num
-        if (req.ext_fields or {}).get("_UNIQUE_KEY_QUERY") == "true":
+        if h.unique_key_query:
             max_num = DEFAULT_QUERY_MAX_NUM
         end = h.end_timestamp if h.end_timestamp > 0 else int(time.time() * 1000)
         result = self.broker.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, end)
         if not result.messages:
             raise BrokerError(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
-        return RemotingCommand.response_to(req, ext_fields={
-            "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
-            "indexLastUpdatePhyoffset": str(result.index_last_update_phyoffset)}, body=result.body())
+        return RemotingCommand.response_to(req, ext_fields=QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phyoffset).to_ext(), body=result.body())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_send_header
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
                               PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
                               iter_batch, pack_host, remove_property, tag_hash_code)
@@ -200,14 +200,14 @@ class SendMessageProcessor:
 
     def _response(self, req: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         code, remark = _STATUS_CODES[result.status]
-        ext = {"MSG_REGION": self.broker.config.region_id, "TRACE_ON": self._trace_on}
         if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                     ResponseCode.SLAVE_NOT_AVAILABLE):
-            ext["msgId"] = result.msg_id
-            ext["queueId"] = str(queue_id)
-            ext["queueOffset"] = str(result.logics_offset)
+            ext = SendMessageResponseHeader.fast_ext(result.msg_id, queue_id, result.logics_offset)
         else:
+            ext = {}
             self._warn_failed(result.status)
+        ext["MSG_REGION"] = self.broker.config.region_id  # extFields beside the header, as the Java broker adds
+        ext["TRACE_ON"] = self._trace_on
         return RemotingCommand.response_to(req, code, remark, ext)
 
     def _warn_failed(self, status: PutMessageStatus) -> None:
