@@ -261,18 +261,25 @@ class Admin(InstanceUser):
             addr = bd.broker_addrs.get(routing.MASTER_ID) or next(iter(bd.broker_addrs.values()), None)
             if addr is None:
                 continue
-            cmd = request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
-            if cpp:
-                cmd.language = "CPP"
-            response = await self.instance.remoting.invoke(addr, cmd, self.config.request_timeout)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:  # mqadmin's rule: only then the old method
+            table = await self._invoke_reset(addr, group, ext, cpp)
+            if table is None:  # CONSUMER_NOT_ONLINE: mqadmin's rule, only then the old method
                 return ResetOffsetResult("old", await self._reset_old(group, topic, timestamp, force, route))
-            if response.code != ResponseCode.SUCCESS:
-                raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}",
-                                     addr=addr)
-            table = ResetOffsetBody.decode(response.body).offset_table if response.body else {}
             rows.extend(ResetOffsetRow(mq, off) for mq, off in sorted(table.items()))
         return ResetOffsetResult("broker", rows)
+
+    async def _invoke_reset(self, addr: str, group: str, ext: dict[str, str], cpp: bool = False
+                            ) -> dict[MessageQueue, int] | None:
+        """INVOKE_BROKER_TO_RESET_OFFSET: the broker's table, None for CONSUMER_NOT_ONLINE; any other error
+        raises."""
+        cmd = request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+        if cpp:
+            cmd.language = "CPP"
+        response = await self.instance.remoting.invoke(addr, cmd, self.config.request_timeout)
+        if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}", addr=addr)
+        return ResetOffsetBody.decode(response.body).offset_table if response.body else {}
 
     async def reset_offset(self, group: str, topic: str, offset: int, *, queue_id: int | None = None
                            ) -> ResetOffsetResult:
@@ -291,9 +298,8 @@ class Admin(InstanceUser):
             addr = bd.broker_addrs.get(routing.MASTER_ID)
             if addr is None:
                 continue
-            response = await self.instance.remoting.invoke(addr, request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-                                                                         ext), self.config.request_timeout)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            table = await self._invoke_reset(addr, group, ext)
+            if table is None:
                 queues = [queue_id] if queue_id is not None else range(next(
                     (q.write_queue_nums for q in route.queue_datas if q.broker_name == bd.broker_name), 0))
                 for q in queues:
@@ -301,10 +307,6 @@ class Admin(InstanceUser):
                     await self.instance.api.update_consumer_offset(addr, group, mq, offset)
                     rows.append(ResetOffsetRow(mq, offset))
                 continue
-            if response.code != ResponseCode.SUCCESS:
-                raise response_error(response.code, response.remark, operation=f"reset offset of {group!r}",
-                                     addr=addr)
-            table = ResetOffsetBody.decode(response.body).offset_table if response.body else {}
             rows.extend(ResetOffsetRow(mq, off) for mq, off in sorted(table.items()))
         return ResetOffsetResult("broker", rows)
 
