@@ -97,6 +97,10 @@ class BroadcastOffsetManager:
         entry.last_seen = self.clock()
         entry.offsets[queue_id] = offset
 
+    def has_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> bool:
+        pending = self.resets.get((topic, group, queue_id))
+        return pending is not None and client_id not in pending.applied
+
     def take_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> int | None:
         pending = self.resets.get((topic, group, queue_id))
         if pending is None or client_id in pending.applied:

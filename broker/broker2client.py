@@ -12,8 +12,10 @@ README's "Consumer offsets" section describes:
 * broadcasting: every queue takes the target (the broker holds no committed offset to compare with).
 
 Then the reset goes to every online client in the body form it reads (C++: the list form; everyone else: the
-Java object-key form), and, with server-side reset on, it is also recorded and applied at each queue's next
-pull, so it reaches clients that ignore RESET_CONSUMER_CLIENT_OFFSET, were offline, or had a pull in flight.
+Java object-key form). With server-side reset on (5.x), the broker also records the offsets and applies them
+at each queue's next pull that does not already come from the reset offset, which reaches clients that ignore
+RESET_CONSUMER_CLIENT_OFFSET, were offline, or had a pull held or in flight; held pulls are woken and answered
+"nothing new", so the client pulls again at once. With it off (4.9.x), no client online is CONSUMER_NOT_ONLINE.
 """
 
 from __future__ import annotations
@@ -96,12 +98,14 @@ class Broker2Client:
         return max(0, store.get_offset_in_queue_by_time(r.topic, queue_id, r.timestamp))
 
     def reset_offset(self, r: ResetRequest) -> dict[MessageQueue, int]:
-        """Compute, record (server-side), tell the online clients. Raises BrokerError with upstream's codes."""
+        """Compute the new offsets, then either record them for the next pulls (server-side reset, 5.x) or tell
+        the online clients (4.9.x). Raises BrokerError with upstream's codes."""
         b = self.broker
         gi = b.consumer_manager.get(r.group)
         broadcasting = (gi.message_model == MessageModel.BROADCASTING) if gi is not None \
             else b.broadcast_offsets.knows_group(r.group)
         table = self.compute_reset(r, broadcasting)
+        channels = list(gi.channels.values()) if gi is not None else []
         if b.config.use_server_side_reset_offset:
             for mq, offset in table.items():
                 if broadcasting:
@@ -109,23 +113,22 @@ class Broker2Client:
                 elif offset != b.consumer_offset_manager.query_offset(r.group, r.topic, mq.queue_id):
                     # a queue the reset leaves where it is (no force, already behind) keeps going as it was
                     b.consumer_offset_manager.assign_reset_offset(r.topic, r.group, mq.queue_id, offset)
-            b.pull_hold_service.wake_group(r.group, r.topic)
-        channels = list(gi.channels.values()) if gi is not None else []
-        if not channels:
-            if not b.config.use_server_side_reset_offset:
-                raise BrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, "
-                                                                    f"Group: {r.group} Topic: {r.topic} "
-                                                                    f"Timestamp: {r.timestamp}")
-            log.info("[reset-offset] %s of %s recorded; no client online, applied when the group pulls again",
-                     r.topic, r.group)
-            return table
-        body = ResetOffsetBody(offset_table=table)
-        java_form, c_form = body.encode(), body.encode_for_c()
-        header = ResetOffsetRequestHeader(topic=r.topic, group=r.group, timestamp=r.timestamp, is_force=False)
+            if not channels:  # (a pull may still be held for a client that never registered)
+                b.pull_hold_service.wake_group(r.group, r.topic)
+                log.info("[reset-offset] %s of %s recorded; no client online, applied when the group pulls again",
+                         r.topic, r.group)
+                return table
+        elif not channels:
+            raise BrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, "
+                                                                f"Group: {r.group} Topic: {r.topic} "
+                                                                f"Timestamp: {r.timestamp}")
         for info in channels:
             if info.version < MIN_RESET_CLIENT_VERSION:
                 raise BrokerError(ResponseCode.SYSTEM_ERROR,
                                   f"the client does not support this feature. version={info.version}")
+        body = ResetOffsetBody(offset_table=table)
+        java_form, c_form = body.encode(), body.encode_for_c()
+        header = ResetOffsetRequestHeader(topic=r.topic, group=r.group, timestamp=r.timestamp, is_force=False)
         for info in channels:
             cpp = r.for_cpp or str(info.language).upper() == "CPP"
             request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
@@ -133,6 +136,11 @@ class Broker2Client:
             info.connection.invoke_oneway(request)
             log.info("[reset-offset] %s of %s sent to %s (%s form)", r.topic, r.group, info.client_id,
                      "C++" if cpp else "Java")
+        if b.config.use_server_side_reset_offset:
+            # after the requests, on the same connections: a held pull is answered "nothing new" (it carries the
+            # old offset) and the client's next pull either comes from the reset offset (it applied the
+            # request) or is moved there by the broker (it did not)
+            b.pull_hold_service.wake_group(r.group, r.topic)
         return table
 
     # -- consumer status ----------------------------------------------------------------------------

@@ -256,7 +256,14 @@ def _produce_before_and_after(emu, home: Path, topic: str = TOPIC) -> int:
     return asyncio.run(send())
 
 
-def test_s4_reset_by_time_two_cpp_consumers_of_one_group(emulator, cpp_home):
+SIDES = pytest.mark.parametrize("server_side", [True, False], ids=["server-side-reset", "client-side-reset"])
+
+
+@SIDES
+def test_s4_reset_by_time_two_cpp_consumers_of_one_group(emulator_factory, cpp_home, server_side):
+    """Server-side: the broker moves each queue's next pull; client-side (4.9.x): each C++ member applies the
+    RESET_CONSUMER_CLIENT_OFFSET it is sent, in the list form it can parse."""
+    emulator = emulator_factory(use_server_side_reset_offset=server_side)
     create_topic(emulator)
     members = [cpp_push(emulator, cpp_home, "rc", name=n) for n in ("a", "b")]
     try:
@@ -277,7 +284,9 @@ def test_s4_reset_by_time_two_cpp_consumers_of_one_group(emulator, cpp_home):
     assert all(bodies(m) for m in members)  # both members took part
 
 
-async def test_s4_reset_by_time_client_consumers_and_force(emulator):
+@SIDES
+async def test_s4_reset_by_time_client_consumers_and_force(emulator_factory, server_side):
+    emulator = emulator_factory(use_server_side_reset_offset=server_side)
     ns = emulator.namesrv_addr
     async with Admin(ns) as admin:
         await admin.create_topic(TOPIC, 4, 4)
@@ -336,6 +345,8 @@ async def test_s4_reset_one_queue_to_an_offset(emulator):
 # S5: reset by timestamp, broadcasting
 # ----------------------------------------------------------------------------------------------------------
 def test_s5_reset_by_time_two_cpp_broadcasting_consumers(emulator, cpp_home):
+    """With server-side reset (the default). Without it, the stock C++ client does not apply a broadcasting
+    reset it is sent (like Java up to 4.9.7, it goes on from its offsets file): the broker's reset is the fix."""
     create_topic(emulator)
     members = [cpp_push(emulator, cpp_home, "bcr", model="broadcasting", name=n) for n in ("a", "b")]
     try:
@@ -356,7 +367,9 @@ def test_s5_reset_by_time_two_cpp_broadcasting_consumers(emulator, cpp_home):
         assert bodies(m) == sorted([f"A-{i}" for i in range(6)] + [f"B-{i}" for i in range(6)] * 2)
 
 
-async def test_s5_reset_by_time_client_broadcasting_consumers(emulator, tmp_path):
+@SIDES
+async def test_s5_reset_by_time_client_broadcasting_consumers(emulator_factory, tmp_path, server_side):
+    emulator = emulator_factory(use_server_side_reset_offset=server_side)
     ns = emulator.namesrv_addr
     async with Admin(ns) as admin:
         await admin.create_topic(TOPIC, 4, 4)
@@ -445,7 +458,8 @@ async def _drain(c):
 
 def test_s6_a_held_pull_at_reset_time_is_answered_with_the_reset(emulator):
     """Upstream issue #4206: a pull held (long polling) when the reset is made comes back with the old offset;
-    here storing the reset wakes it and it is answered PULL_OFFSET_MOVED to the reset offset at once."""
+    here storing the reset wakes it at once with "nothing new" (it must not undo the reset), and the client's
+    next pull, still from the old offset, is moved to the reset offset."""
     from integration_tests.rawclient import RawClient
     from rocketmq_emulator.protocol import ResponseCode as R
     create_topic(emulator, "Held", 1)
@@ -460,10 +474,13 @@ def test_s6_a_held_pull_at_reset_time_is_answered_with_the_reset(emulator):
             started = time.monotonic()
             await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Held", 2))
             answer = await asyncio.wait_for(held, 10)
-            return answer, time.monotonic() - started
-    answer, waited = asyncio.run(scenario())
-    assert (answer.code, answer.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "2")
+            waited = time.monotonic() - started
+            return answer, waited, await c.request(_raw_pull("Held", 6, commit=6))
+    answer, waited, next_pull = asyncio.run(scenario())
+    assert (answer.code, answer.remark, answer.ext_fields["nextBeginOffset"]) == (
+        R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING", "6")
     assert waited < 10  # not the 30 s hold
+    assert (next_pull.code, next_pull.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "2")
     assert emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offset("raw", "Held", 0)) == 2
 
 

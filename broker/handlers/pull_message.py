@@ -100,6 +100,13 @@ class PullMessageProcessor:
         gi = b.consumer_manager.get(h.consumer_group)
         broadcasting = gi is not None and gi.message_model == MessageModel.BROADCASTING
         client_id = conn.attributes.get("client_id") or conn.peer
+        if not allow_suspend and self._reset_pending(h, broadcasting, client_id):
+            # a held pull woken by a reset carries the old offset: "nothing new", and the client's next pull
+            # (from the reset offset if it applied RESET_CONSUMER_CLIENT_OFFSET) decides
+            return RemotingCommand.response_to(req, _R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING",
+                                               PullMessageResponseHeader.fast_ext(
+                                                   h.queue_offset, b.store.get_min_offset_in_queue(h.topic, h.queue_id),
+                                                   b.store.get_max_offset_in_queue(h.topic, h.queue_id)))
         moved_to = self._offset_override(h, broadcasting, client_id)
         if moved_to is not None:
             return self._moved(req, h, moved_to, broadcasting, client_id)
@@ -141,6 +148,14 @@ class PullMessageProcessor:
 
         return RemotingCommand.response_to(req, code, status.name, PullMessageResponseHeader.fast_ext(
             result.next_begin_offset, result.min_offset, result.max_offset), body)
+
+    def _reset_pending(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> bool:
+        b = self.broker
+        if not b.config.use_server_side_reset_offset:
+            return False
+        if broadcasting:
+            return b.broadcast_offsets.has_reset(h.topic, h.consumer_group, h.queue_id, client_id)
+        return b.consumer_offset_manager.has_offset_reset(h.topic, h.consumer_group, h.queue_id)
 
     def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> int | None:
         """Where this pull must go instead of its queueOffset: a pending server-side reset, or (broadcasting) the
