@@ -16,7 +16,7 @@ import enum
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel
@@ -106,6 +106,21 @@ async def resend_to_retry_topic(consumer: PushConsumer, msg: ReceivedMessage, ma
                              ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
         from .errors import response_error
         raise response_error(response.code, response.remark, operation=f"re-send to {retry}", addr=addr)
+
+
+@runtime_checkable
+class ConsumeService(Protocol):
+    """What the push consumer asks of whichever consume service it runs (concurrent handler, orderly handler,
+    or async iteration): messages pulled for a queue go in with `submit`; `consume_directly` serves the
+    broker's CONSUME_MESSAGE_DIRECTLY."""
+
+    def start(self) -> None: ...
+
+    def submit(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None: ...
+
+    async def stop(self, timeout: float) -> None: ...
+
+    async def consume_directly(self, msg: ReceivedMessage) -> tuple[ConsumeResult, BaseException | None]: ...
 
 
 class ConsumeStats:

@@ -32,7 +32,7 @@ from .allocate import AllocateStrategy, strategy
 from .config import ClientConfig, ConsumerSettings, build_client_id, validate_name, validate_topic
 from .consume_iterator import IteratorConsumeService
 from .consume_orderly import OrderlyConsumeService
-from .consume_service import ConcurrentConsumeService, Handler
+from .consume_service import ConcurrentConsumeService, ConsumeService, Handler
 from .errors import ClientError, ClientStateError, InvalidArgumentError, NoRouteError
 from .instance import ClientInstance
 from .message import ReceivedMessage, timestamp_ms
@@ -102,7 +102,7 @@ class PushConsumer(InstanceUser):
         self.pull_api: PullAPI = None  # type: ignore[assignment]
         self.rebalance = RebalanceImpl(self)
         self.processor = ClientRemotingProcessor(self)
-        self.service: Any = None
+        self.service: ConsumeService | None = None  # chosen at start: handler, orderly or iteration
         self._pull_tasks: dict[ProcessQueue, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[Any]] = set()

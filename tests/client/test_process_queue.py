@@ -57,3 +57,13 @@ async def test_in_flight_and_idle():
     assert not await pq.wait_idle(0.01)
     pq.end(2)
     assert await pq.wait_idle(0.01)
+
+
+def test_the_three_consume_services_share_one_protocol():
+    from rocketmq_emulator.client.consume_iterator import IteratorConsumeService
+    from rocketmq_emulator.client.consume_orderly import OrderlyConsumeService
+    from rocketmq_emulator.client.consume_service import ConcurrentConsumeService, ConsumeService
+    for cls in (ConcurrentConsumeService, OrderlyConsumeService, IteratorConsumeService):
+        missing = [name for name in ("start", "submit", "stop", "consume_directly") if not callable(getattr(cls, name, None))]
+        assert not missing, (cls.__name__, missing)
+    assert getattr(ConsumeService, "_is_runtime_protocol", False)
