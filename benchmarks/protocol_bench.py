@@ -9,7 +9,8 @@ import argparse
 import time
 from typing import Callable
 
-from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, SerializeType, encode_command, encode_command_bytes
+from rocketmq_emulator.protocol import (FrameDecoder, RemotingCommand, SerializeType, encode_command,
+                                        encode_command_bytes)
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header
 from rocketmq_emulator.protocol.message import MessageExt, decode_messages, encode_properties
 

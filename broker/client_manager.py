@@ -10,8 +10,8 @@ from typing import Callable
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
-
 from rocketmq_emulator.protocol.transport import RemotingConnection
+
 
 log = logging.getLogger("rocketmq_emulator.clients")
 

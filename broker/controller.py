@@ -32,10 +32,10 @@ from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
 from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
-from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 from .schedule import ScheduleMessageService
 from .subscription_group import SubscriptionGroupManager
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
+from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 
 from .topic_config import TopicConfigManager
 

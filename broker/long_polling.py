@@ -13,8 +13,8 @@ import time
 from typing import Callable
 
 from rocketmq_emulator.protocol import RemotingCommand
-
 from rocketmq_emulator.protocol.transport import RemotingConnection
+
 
 log = logging.getLogger("rocketmq_emulator.long_polling")
 

@@ -17,15 +17,17 @@ import msgspec
 
 from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from rocketmq_emulator.protocol.bodies import Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList, TopicRouteData
-from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader, DeleteTopicFromNamesrvRequestHeader,
-                              GetKVListByNamespaceRequestHeader, GetRouteInfoRequestHeader,
-                              GetTopicsByClusterRequestHeader, KVConfigRequestHeader, PutKVConfigRequestHeader,
-                              RegisterBrokerRequestHeader, GetKVConfigResponseHeader,
-                              QueryDataVersionResponseHeader, WipeWritePermOfBrokerResponseHeader,
-                              AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
-
+from rocketmq_emulator.protocol.bodies import (Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList,
+                                               TopicRouteData)
+from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader,
+                                                DeleteTopicFromNamesrvRequestHeader, GetKVListByNamespaceRequestHeader,
+                                                GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+                                                KVConfigRequestHeader, PutKVConfigRequestHeader,
+                                                RegisterBrokerRequestHeader, GetKVConfigResponseHeader,
+                                                QueryDataVersionResponseHeader, WipeWritePermOfBrokerResponseHeader,
+                                                AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
+
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
 

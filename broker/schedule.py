@@ -18,8 +18,8 @@ import msgspec
 
 from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
-from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
-                              MessageExt, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
+                                                PROPERTY_TAGS, MessageExt, encode_properties, pack_host, tag_hash_code)
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import GetMessageStatus, PutMessageStatus

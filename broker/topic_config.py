@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Callable
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketmq_emulator.protocol.admin_bodies import (DataVersion, TopicConfig, TopicConfigSerializeWrapper,
+                                                     TopicFilterType)
 from rocketmq_emulator.protocol.topics import (AUTO_CREATE_TOPIC_KEY, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC, SYSTEM_TOPICS,
                                                topic_problem)
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper, ResetOffsetBody,
-                                                     TopicOffset, TopicStatsTable)
-from rocketmq_emulator.protocol.bodies import ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList, TopicRouteData
+from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper,
+                                                     ResetOffsetBody, TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
+                                               TopicRouteData)
 from rocketmq_emulator.protocol.emulator_requests import (EmulatorRequestCode, ExpireFilesNowRequestHeader,
                                                           ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
-                              DeleteTopicFromNamesrvRequestHeader,
-                              GetConsumerStatusRequestHeader, GetConsumeStatsRequestHeader,
-                              QueryMessageRequestHeader, ResetOffsetRequestHeader,
-                              TopicRequestHeader, ViewMessageRequestHeader)
+                                                DeleteTopicFromNamesrvRequestHeader, GetConsumerStatusRequestHeader,
+                                                GetConsumeStatsRequestHeader, QueryMessageRequestHeader,
+                                                ResetOffsetRequestHeader, TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
 from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 

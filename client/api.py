@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody,
-                             MessageQueue, UnlockBatchRequestBody)
+from rocketmq_emulator.protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody,
+                                               LockBatchResponseBody, MessageQueue, UnlockBatchRequestBody)
 from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader,
-                              GetEarliestMsgStoretimeResponseHeader, OffsetResponseHeader,
-                              QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
-                              QueueRequestHeader, SearchOffsetRequestHeader, UnregisterClientRequestHeader,
-                              UpdateConsumerOffsetRequestHeader)
+                                                GetEarliestMsgStoretimeResponseHeader, OffsetResponseHeader,
+                                                QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
+                                                QueueRequestHeader, SearchOffsetRequestHeader,
+                                                UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader)
 
 from .config import LANGUAGE
 from .errors import response_error

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_ch
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel
-from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES, PROPERTY_ORIGIN_MESSAGE_ID,
-                              PROPERTY_RECONSUME_TIME, PROPERTY_RETRY_TOPIC, encode_properties)
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES,
+                                                PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RECONSUME_TIME,
+                                                PROPERTY_RETRY_TOPIC, encode_properties)
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .errors import ClientError

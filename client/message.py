@@ -15,8 +15,8 @@ from typing import Any, Iterable, Mapping
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC, PROPERTY_TAGS,
-                              PROPERTY_WAIT_STORE_MSG_OK, MessageExt, pack_host)
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC,
+                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, MessageExt, pack_host)
 
 from .errors import InvalidArgumentError
 

@@ -21,8 +21,8 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch, encode_properties,
-                              java_string_hash)
+from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch,
+                                                encode_properties, java_string_hash)
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 from .lifecycle import InstanceUser

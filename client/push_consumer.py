@@ -22,8 +22,8 @@ import time
 from typing import Any, AsyncIterator
 
 from rocketmq_emulator.protocol import RemotingCommand
-from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel,
-                             MessageQueue, SubscriptionData)
+from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType,
+                                               MessageModel, MessageQueue, SubscriptionData)
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .lifecycle import InstanceUser

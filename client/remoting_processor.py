@@ -21,8 +21,8 @@ from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCod
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
 from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.headers import (ConsumeMessageDirectlyResultRequestHeader, GetConsumerStatusRequestHeader,
-                              ResetOffsetRequestHeader)
+from rocketmq_emulator.protocol.headers import (ConsumeMessageDirectlyResultRequestHeader,
+                                                GetConsumerStatusRequestHeader, ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from . import route as routing

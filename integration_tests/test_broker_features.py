@@ -15,9 +15,9 @@ from integration_tests.rawclient import RawClient
 from integration_tests.test_broker_protocol import pull_request, send_request
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, encode_command, encode_command_bytes
 from rocketmq_emulator.protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
-from rocketmq_emulator.protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData,
-                             LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
-                             TopicRouteData)
+from rocketmq_emulator.protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody,
+                                               HeartbeatData, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
+                                               SubscriptionData, TopicRouteData)
 from rocketmq_emulator.protocol.message import decode_messages, decode_message_id
 
 

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from rocketmq_emulator.client import (Admin, BrokerResponseError, BrokerUnreachableError, ClientStateError, ConsumerNotOnlineError,
-                    InvalidArgumentError, NoRouteError, Producer, PushConsumer, RequestTimeoutError)
+from rocketmq_emulator.client import (Admin, BrokerResponseError, BrokerUnreachableError, ClientStateError,
+                                      ConsumerNotOnlineError, InvalidArgumentError, NoRouteError, Producer,
+                                      PushConsumer, RequestTimeoutError)
 from integration_tests.conftest import free_port
 from rocketmq_emulator.protocol import ResponseCode
 from tests.client.helpers import wait_for

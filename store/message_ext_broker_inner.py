@@ -10,8 +10,9 @@ The IPv6 bits of ``sys_flag`` are set by the store from the host lengths.
 from __future__ import annotations
 
 from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.message import (KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                              decode_properties, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.message import (KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS,
+                                                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, decode_properties,
+                                                encode_properties, pack_host, tag_hash_code)
 
 
 class MessageExtBrokerInner:

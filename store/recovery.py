@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 
 from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties, tag_hash_code
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties,
+                                                tag_hash_code)
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 
 from .message_ext_broker_inner import keys_of

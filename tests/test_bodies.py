@@ -8,16 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emulator.protocol import fastjson
-from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, DataVersion, GetConsumerStatusBody,
-                                   OffsetSerializeWrapper, OffsetWrapper, ResetOffsetBody, SubscriptionGroupConfig,
-                                   SubscriptionGroupWrapper, TopicConfig, TopicConfigSerializeWrapper,
-                                   TopicFilterType, TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, DataVersion,
+                                                     GetConsumerStatusBody, OffsetSerializeWrapper, OffsetWrapper,
+                                                     ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+                                                     TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
+                                                     TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (BrokerData, CheckClientRequestBody, ClusterInfo, CMResult, Connection,
-                             ConsumeFromWhere, ConsumeMessageDirectlyResult, ConsumerConnection, ConsumerData,
-                             ConsumeType, GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, KVTable,
-                             LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue,
-                             OffsetMovedEvent, ProducerConnection, ProducerData, QueueData, SubscriptionData,
-                             TopicList, TopicRouteData, UnlockBatchRequestBody)
+                                               ConsumeFromWhere, ConsumeMessageDirectlyResult, ConsumerConnection,
+                                               ConsumerData, ConsumeType, GetConsumerListByGroupResponseBody, GroupList,
+                                               HeartbeatData, KVTable, LockBatchRequestBody, LockBatchResponseBody,
+                                               MessageModel, MessageQueue, OffsetMovedEvent, ProducerConnection,
+                                               ProducerData, QueueData, SubscriptionData, TopicList, TopicRouteData,
+                                               UnlockBatchRequestBody)
 from rocketmq_emulator.protocol.codes import LanguageCode
 from rocketmq_emulator.protocol.errors import ProtocolError
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketmq_emulator.protocol import (MAX_FRAME_LENGTH, FrameDecoder, LanguageCode, ProtocolError, RemotingCommand,
-                      SerializeType, encode_command, encode_command_bytes)
+                                        SerializeType, encode_command, encode_command_bytes)
 from rocketmq_emulator.protocol.frame import decode_frames
 
 # A real header the C++ client (rocketmq==0.4.4) sent: numbers inside extFields and a trailing newline.

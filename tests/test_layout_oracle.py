@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emulator.protocol import RemotingCommand, SerializeType, encode_command_bytes
-from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, BatchItem, MessageExt, encode_batch, encode_properties,
-                              pack_host)
+from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, BatchItem, MessageExt, encode_batch,
+                                                encode_properties, pack_host)
 from rocketmq_emulator.store.consume_queue import _UNIT
 
 Frame = c.Struct(

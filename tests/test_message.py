@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emulator.protocol import MessageSysFlag, ProtocolError
-from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BatchItem, MessageExt, body_crc,
-                              create_message_id, decode_batch, decode_message_id, decode_messages,
-                              decode_properties, encode_batch, encode_properties, java_string_hash,
-                              record_size, store_timestamp_position, tag_hash_code)
+from rocketmq_emulator.protocol.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BatchItem, MessageExt,
+                                                body_crc, create_message_id, decode_batch, decode_message_id,
+                                                decode_messages, decode_properties, encode_batch, encode_properties,
+                                                java_string_hash, record_size, store_timestamp_position, tag_hash_code)
 
 
 def sample(**kw) -> MessageExt:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (SubscriptionGroupConfig, SubscriptionGroupWrapper,
-                                   TopicConfig, TopicFilterType, TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.admin_bodies import (SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig,
+                                                     TopicFilterType, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
-                              TopicRequestHeader)
-
+                                                TopicRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
+
 from ..topic_config import validate_topic
 
 if TYPE_CHECKING:

@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, Connection, ConsumerConnection,
-                             GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
-                             LockBatchResponseBody, ProducerConnection, UnlockBatchRequestBody)
+                                               GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
+                                               LockBatchResponseBody, ProducerConnection, UnlockBatchRequestBody)
 from rocketmq_emulator.protocol.codes import LANGUAGE_BY_NAME, LanguageCode
-from rocketmq_emulator.protocol.headers import GetProducerConnectionListRequestHeader, GroupRequestHeader, UnregisterClientRequestHeader
+from rocketmq_emulator.protocol.headers import (GetProducerConnectionListRequestHeader, GroupRequestHeader,
+                                                UnregisterClientRequestHeader)
 from rocketmq_emulator.protocol.topics import retry_topic
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..client_manager import ClientChannelInfo
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -17,7 +17,6 @@ from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseH
                                                 QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
                                                 QueueRequestHeader, SearchOffsetRequestHeader,
                                                 UpdateConsumerOffsetRequestHeader)
-
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import ConsumerSendMsgBackRequestHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
-                              PROPERTY_TAGS, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID,
+                                                PROPERTY_RETRY_TOPIC, PROPERTY_TAGS, encode_properties, pack_host,
+                                                tag_hash_code)
 from rocketmq_emulator.protocol.topics import dlq_topic, retry_topic
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageStatus
 
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

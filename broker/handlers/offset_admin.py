@@ -12,17 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper, ResetOffsetBody,
-                                                     TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper,
+                                                     ResetOffsetBody, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
 from rocketmq_emulator.protocol.emulator_requests import (EmulatorRequestCode, ExpireFilesNowRequestHeader,
                                                           ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, GetConsumeStatsRequestHeader,
                                                 ResetOffsetRequestHeader)
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..broker2client import ResetRequest
 from ..consumer_offset import BROADCAST_SUFFIX
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -12,11 +12,11 @@ from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, Offset
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.message import java_string_hash
 from rocketmq_emulator.protocol.topics import OFFSET_MOVED_EVENT
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..long_polling import PullRequest
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import (QueryMessageRequestHeader, QueryMessageResponseHeader,
                                                 ViewMessageRequestHeader)
-
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, PermName, ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_send_header
-from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED,
-                              PROPERTY_WAIT_STORE_MSG_OK, decode_properties, encode_properties, get_property,
-                              iter_batch, pack_host, remove_property, tag_hash_code)
+from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
+                                                PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK,
+                                                decode_properties, encode_properties, get_property, iter_batch,
+                                                pack_host, remove_property, tag_hash_code)
 from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, dlq_topic
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageResult, PutMessageStatus
 
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from ..topic_config import validate_topic
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle, strategy
+from rocketmq_emulator.client.allocate import (AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
+                                               strategy)
 from rocketmq_emulator.client.errors import InvalidArgumentError
 from rocketmq_emulator.protocol.bodies import MessageQueue
 

@@ -11,7 +11,8 @@ import pytest
 
 from rocketmq_emulator.client.cli_admin import parse_timestamp, table
 from rocketmq_emulator.client.config import ClientConfig, build_client_id
-from rocketmq_emulator.client.errors import BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError, response_error
+from rocketmq_emulator.client.errors import (BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError,
+                                             response_error)
 from rocketmq_emulator.client.message import Message, decode_received, new_unique_id
 from rocketmq_emulator.client.producer import select_queue_by_hash, send_header
 from rocketmq_emulator.protocol.bodies import MessageQueue

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from rocketmq_emulator.protocol.message import (BLANK_MAGIC_CODE, MessageExt, create_message_id, decode_messages, pack_host,
-                              tag_hash_code)
+from rocketmq_emulator.protocol.message import (BLANK_MAGIC_CODE, MessageExt, create_message_id, decode_messages,
+                                                pack_host, tag_hash_code)
 from rocketmq_emulator.store import FlushDiskType, GetMessageStatus, MessageExtBrokerInner, PutMessageStatus
 from store_testlib import expected_record, make_msg
 
