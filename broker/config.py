@@ -160,6 +160,8 @@ def apply_broker_conf(config: BrokerConfig, path: str | Path) -> BrokerConfig:
             setattr(config, attr, _coerce(getattr(config, attr), value, attr))
         except ValueError:
             raise ValueError(f"invalid value {value!r} for {key}") from None
+        if attr == "new_group_offset" and config.new_group_offset not in ("legacy", "strict"):
+            raise ValueError(f"invalid value {value!r} for {key}: use legacy or strict")
     return config
 
 

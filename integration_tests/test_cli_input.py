@@ -72,6 +72,15 @@ def test_with_json_the_error_is_json(args):
     assert error["code"] == "USAGE" and error["error"]
 
 
+def test_a_bad_broker_conf_value_is_one_line(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b\nnewGroupOffset=sometimes\n")
+    proc = run("serve", "--config", str(conf))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {conf}: invalid value 'sometimes' for newGroupOffset: use legacy or strict")
+
+
 def test_a_bad_environment_value_is_one_line():
     proc = run("serve", env={"ROCKETMQ_EMULATOR_BROKER_PORT": "lots"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
