@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
-from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
-
-from .consume_service import ConsumeResult, ConsumeStats, send_message_back
+from .consume_service import ConsumeResult, ConsumeStats, commit, send_message_back
+from .consumer_context import ConsumerContext
 from .errors import ClientStateError
 from .message import ReceivedMessage
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
 
 _STOP = None
 
 
 class IteratorConsumeService:
-    def __init__(self, consumer: PushConsumer) -> None:
-        self.consumer = consumer
+    def __init__(self, ctx: ConsumerContext) -> None:
+        self.ctx = ctx
         self.ready: asyncio.Queue[ReceivedMessage | None] = asyncio.Queue()
         self.stopped = False
         self._later: set[asyncio.TimerHandle] = set()
@@ -100,7 +96,7 @@ class IteratorConsumeService:
         msg._pq = None
         pq.end()
         self.stats.ok += 1
-        self.consumer.commit(pq, [msg])
+        commit(self.ctx, pq, [msg])
 
     def nack(self, msg: ReceivedMessage, delay_level: int = 0) -> None:
         pq = msg._pq
@@ -111,16 +107,16 @@ class IteratorConsumeService:
         msg._pq = None
         pq.end()
         self.stats.failed += 1
-        if self.consumer.message_model == MessageModel.BROADCASTING:
-            self.consumer.commit(pq, [msg])  # Java drops failed broadcast messages
+        if not self.ctx.clustering:
+            commit(self.ctx, pq, [msg])  # Java drops failed broadcast messages
             return
         task = asyncio.get_running_loop().create_task(self._send_back(pq, msg, delay_level))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _send_back(self, pq: ProcessQueue, msg: ReceivedMessage, delay_level: int) -> None:
-        if await send_message_back(self.consumer, msg, delay_level):
-            self.consumer.commit(pq, [msg])
+        if await send_message_back(self.ctx, msg, delay_level):
+            commit(self.ctx, pq, [msg])
             return
         msg.reconsume_times += 1
         loop = asyncio.get_running_loop()
@@ -131,7 +127,7 @@ class IteratorConsumeService:
             if not pq.dropped and not self.stopped:
                 msg._pq = pq
                 self.ready.put_nowait(msg)
-        handle = loop.call_later(self.consumer.settings.local_retry_delay, again)
+        handle = loop.call_later(self.ctx.settings.local_retry_delay, again)
         self._later.add(handle)
 
     async def stop(self, timeout: float) -> None:

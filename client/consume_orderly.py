@@ -11,27 +11,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Awaitable, Callable
 
-from rocketmq_emulator.protocol.bodies import MessageModel
+from rocketmq_emulator.protocol.bodies import MessageQueue
 
-from .consume_service import ConsumeResult, ConsumeStats, Handler, call_handler, send_message_back
+from .consume_service import ConsumeResult, ConsumeStats, Handler, call_handler, commit_orderly, send_message_back
+from .consumer_context import ConsumerContext
 from .message import ReceivedMessage
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
 
 log = logging.getLogger("rocketmq_emulator.client.consume")
 
 
 class OrderlyConsumeService:
-    def __init__(self, consumer: PushConsumer, handler: Handler, *, batch: bool) -> None:
-        self.consumer = consumer
+    """`lock(mq)` takes the broker's lock of a queue again (clustering) and says whether it was granted."""
+
+    def __init__(self, ctx: ConsumerContext, handler: Handler, *, batch: bool,
+                 lock: Callable[[MessageQueue], Awaitable[bool]]) -> None:
+        self.ctx = ctx
         self.handler = handler
         self.batch = batch
-        self.batch_size = consumer.settings.consume_batch_size if batch else 1
-        self.semaphore = asyncio.Semaphore(consumer.settings.consume_concurrency)
+        self.lock = lock
+        self.batch_size = ctx.settings.consume_batch_size if batch else 1
+        self.semaphore = asyncio.Semaphore(ctx.settings.consume_concurrency)
         self.tasks: dict[ProcessQueue, asyncio.Task[None]] = {}
         self.stopping = False
         self.stats = ConsumeStats()
@@ -44,13 +46,13 @@ class OrderlyConsumeService:
             self.tasks[pq] = asyncio.get_running_loop().create_task(self._run(pq))
 
     async def _run(self, pq: ProcessQueue) -> None:
-        consumer = self.consumer
-        clustering = consumer.message_model == MessageModel.CLUSTERING
+        ctx = self.ctx
+        clustering = ctx.clustering
         try:
             while not pq.dropped and not self.stopping:
                 if clustering and (not pq.locked or pq.lock_expired):
-                    if not await consumer.rebalance.lock(pq.mq):
-                        await asyncio.sleep(consumer.settings.suspend_current_queue_time)
+                    if not await self.lock(pq.mq):
+                        await asyncio.sleep(ctx.settings.suspend_current_queue_time)
                         continue
                 msgs = pq.take(self.batch_size)
                 if not msgs:
@@ -58,18 +60,18 @@ class OrderlyConsumeService:
                 try:
                     ok = await self._consume(pq, msgs)
                 except Exception:  # noqa: BLE001 - keep the queue going: consume the batch again
-                    log.exception("%s: consuming %s failed", consumer.group, pq.mq)
+                    log.exception("%s: consuming %s failed", ctx.group, pq.mq)
                     pq.rollback()
                     ok = False
                 if not ok:
-                    await asyncio.sleep(consumer.settings.suspend_current_queue_time)
+                    await asyncio.sleep(ctx.settings.suspend_current_queue_time)
         finally:
             if self.tasks.get(pq) is asyncio.current_task():
                 del self.tasks[pq]
 
     async def _consume(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> bool:
         """Consume one batch; False when the queue should pause before the next attempt."""
-        consumer = self.consumer
+        ctx = self.ctx
         async with self.semaphore:
             pq.begin(len(msgs))
             try:
@@ -79,19 +81,19 @@ class OrderlyConsumeService:
             finally:
                 pq.end(len(msgs))
         if exc is not None:
-            log.warning("%s: orderly handler failed on %s offset %d: %r", consumer.group, pq.mq,
+            log.warning("%s: orderly handler failed on %s offset %d: %r", ctx.group, pq.mq,
                         msgs[0].queue_offset, exc)
         if status is ConsumeResult.SUCCESS:
             self.stats.ok += len(msgs)
-            consumer.commit_orderly(pq)
+            commit_orderly(ctx, pq)
             return True
         self.stats.failed += len(msgs)
-        max_times = consumer.max_reconsume_times()
+        max_times = ctx.max_reconsume_times()
         suspend = False
         for m in msgs:
             if m.reconsume_times >= max_times:
                 m.reconsume_times = max_times  # the broker sees reconsumeTimes >= max: dead-letter queue
-                if not await send_message_back(consumer, m, delay_level=-1):
+                if not await send_message_back(ctx, m, delay_level=-1):
                     suspend = True
                     m.reconsume_times += 1
             else:
@@ -100,7 +102,7 @@ class OrderlyConsumeService:
         if suspend:
             pq.rollback()
             return False
-        consumer.commit_orderly(pq)
+        commit_orderly(ctx, pq)
         return True
 
     async def stop(self, timeout: float) -> None:

@@ -16,22 +16,19 @@ import enum
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES,
                                                 PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RECONSUME_TIME,
                                                 PROPERTY_RETRY_TOPIC, encode_properties)
 from rocketmq_emulator.protocol.topics import retry_topic
 
+from .consumer_context import ConsumerContext
 from .errors import ClientError
 from .instance import request
 from .message import ReceivedMessage
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
 
 log = logging.getLogger("rocketmq_emulator.client.consume")
 
@@ -64,32 +61,46 @@ async def call_handler(handler: Handler, arg: Any) -> tuple[ConsumeResult, BaseE
                                                     f"or None")
 
 
-async def send_message_back(consumer: PushConsumer, msg: ReceivedMessage, delay_level: int = 0) -> bool:
+def commit(ctx: ConsumerContext, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
+    """`msgs` are consumed: the queue's offset moves to the smallest offset still cached (concurrent)."""
+    offset = pq.remove(msgs)
+    if offset >= 0 and not pq.retired:
+        ctx.offset_store.update_offset(pq.mq, offset, True)
+
+
+def commit_orderly(ctx: ConsumerContext, pq: ProcessQueue) -> None:
+    """The batch taken from `pq` is consumed: the offset moves past it (orderly)."""
+    offset = pq.commit()
+    if offset >= 0 and not pq.retired:
+        ctx.offset_store.update_offset(pq.mq, offset, False)
+
+
+async def send_message_back(ctx: ConsumerContext, msg: ReceivedMessage, delay_level: int = 0) -> bool:
     """CONSUMER_SEND_MSG_BACK to the message's broker; on failure re-send it to the retry topic ourselves.
     True when the broker has the message again (retry or DLQ topic)."""
-    instance = consumer.instance
-    max_times = consumer.max_reconsume_times()
+    instance = ctx.instance
+    max_times = ctx.max_reconsume_times()
     try:
         addr = await instance.find_master(msg.broker_name, msg.message_queue.topic)
-        await instance.api.send_back(addr, consumer.group, commit_log_offset=msg.commit_log_offset,
+        await instance.api.send_back(addr, ctx.group, commit_log_offset=msg.commit_log_offset,
                                      origin_msg_id=msg.msg_id, origin_topic=msg.topic, delay_level=delay_level,
                                      max_reconsume_times=max_times)
         return True
     except ClientError as exc:
-        log.info("%s: send back of %s failed (%s); re-sending it to the retry topic", consumer.group, msg.msg_id, exc)
+        log.info("%s: send back of %s failed (%s); re-sending it to the retry topic", ctx.group, msg.msg_id, exc)
     try:
-        await resend_to_retry_topic(consumer, msg, max_times)
+        await resend_to_retry_topic(ctx, msg, max_times)
         return True
     except ClientError as exc:
-        log.warning("%s: message %s could not be sent back (%s); it is consumed again locally", consumer.group,
+        log.warning("%s: message %s could not be sent back (%s); it is consumed again locally", ctx.group,
                     msg.msg_id, exc)
         return False
 
 
-async def resend_to_retry_topic(consumer: PushConsumer, msg: ReceivedMessage, max_times: int) -> None:
+async def resend_to_retry_topic(ctx: ConsumerContext, msg: ReceivedMessage, max_times: int) -> None:
     from .producer import send_header  # producer imports this package's instance module too
-    instance = consumer.instance
-    retry = retry_topic(consumer.group)
+    instance = ctx.instance
+    retry = retry_topic(ctx.group)
     props = dict(msg.properties)
     props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
     props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
@@ -113,7 +124,9 @@ async def resend_to_retry_topic(consumer: PushConsumer, msg: ReceivedMessage, ma
 class ConsumeService(Protocol):
     """What the push consumer asks of whichever consume service it runs (concurrent handler, orderly handler,
     or async iteration): messages pulled for a queue go in with `submit`; `consume_directly` serves the
-    broker's CONSUME_MESSAGE_DIRECTLY."""
+    broker's CONSUME_MESSAGE_DIRECTLY; `stats` feeds GET_CONSUMER_RUNNING_INFO."""
+
+    stats: ConsumeStats
 
     def start(self) -> None: ...
 
@@ -144,11 +157,11 @@ class ConsumeStats:
 class ConcurrentConsumeService:
     """Runs `handler` (one message, or a list when `batch`) in `concurrency` workers."""
 
-    def __init__(self, consumer: PushConsumer, handler: Handler, *, batch: bool) -> None:
-        self.consumer = consumer
+    def __init__(self, ctx: ConsumerContext, handler: Handler, *, batch: bool) -> None:
+        self.ctx = ctx
         self.handler = handler
         self.batch = batch
-        self.batch_size = consumer.settings.consume_batch_size if batch else 1
+        self.batch_size = ctx.settings.consume_batch_size if batch else 1
         self.queue: asyncio.Queue[tuple[ProcessQueue, list[ReceivedMessage]]] = asyncio.Queue()
         self.workers: list[asyncio.Task[None]] = []
         self.running = 0
@@ -159,7 +172,7 @@ class ConcurrentConsumeService:
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.workers = [loop.create_task(self._work()) for _ in range(self.consumer.settings.consume_concurrency)]
+        self.workers = [loop.create_task(self._work()) for _ in range(self.ctx.settings.consume_concurrency)]
 
     def submit(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
         size = self.batch_size
@@ -196,7 +209,7 @@ class ConcurrentConsumeService:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - a bug must not shrink the worker pool
-                log.exception("%s: consuming %d message(s) of %s failed", self.consumer.group, len(msgs), pq.mq)
+                log.exception("%s: consuming %d message(s) of %s failed", self.ctx.group, len(msgs), pq.mq)
             finally:
                 pq.end(len(msgs))
                 self.running -= 1
@@ -204,34 +217,34 @@ class ConcurrentConsumeService:
                     self._idle.set()
 
     async def _consume(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
-        consumer = self.consumer
+        ctx = self.ctx
         t0 = time.perf_counter()
         status, exc = await call_handler(self.handler, msgs if self.batch else msgs[0])
         self.stats.consume_time += time.perf_counter() - t0
         if exc is not None:
-            log.warning("%s: handler failed on %d message(s) of %s, consuming them later: %r", consumer.group,
+            log.warning("%s: handler failed on %d message(s) of %s, consuming them later: %r", ctx.group,
                         len(msgs), pq.mq, exc)
         if status is ConsumeResult.SUCCESS:
             self.stats.ok += len(msgs)
-            consumer.commit(pq, msgs)
+            commit(ctx, pq, msgs)
             return
         self.stats.failed += len(msgs)
-        if consumer.message_model == MessageModel.BROADCASTING:
+        if not ctx.clustering:
             for m in msgs:
-                log.warning("%s: broadcasting consumer drops message %s after RECONSUME_LATER", consumer.group,
+                log.warning("%s: broadcasting consumer drops message %s after RECONSUME_LATER", ctx.group,
                             m.msg_id)
-            consumer.commit(pq, msgs)
+            commit(ctx, pq, msgs)
             return
         failed = []
         done = []
         for m in msgs:
-            (done if await send_message_back(consumer, m) else failed).append(m)
+            (done if await send_message_back(ctx, m) else failed).append(m)
         if done:
-            consumer.commit(pq, done)
+            commit(ctx, pq, done)
         if failed:
             for m in failed:
                 m.reconsume_times += 1
-            self.submit_later(pq, failed, consumer.settings.local_retry_delay)
+            self.submit_later(pq, failed, ctx.settings.local_retry_delay)
 
     async def stop(self, timeout: float) -> None:
         for h in self._later:
@@ -243,7 +256,7 @@ class ConcurrentConsumeService:
             try:
                 await asyncio.wait_for(self._idle.wait(), timeout)
             except asyncio.TimeoutError:
-                log.warning("%s: %d handler(s) still running after %.1f s; stopping anyway", self.consumer.group,
+                log.warning("%s: %d handler(s) still running after %.1f s; stopping anyway", self.ctx.group,
                             self.running, timeout)
         for w in self.workers:
             w.cancel()

@@ -21,25 +21,25 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from rocketmq_emulator.protocol import RemotingCommand
+from rocketmq_emulator.protocol import RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType,
                                                MessageModel, MessageQueue, SubscriptionData)
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .lifecycle import InstanceUser
-from . import route as routing
 from .allocate import AllocateStrategy, strategy
 from .config import ClientConfig, ConsumerSettings, build_client_id, validate_name, validate_topic
 from .consume_iterator import IteratorConsumeService
 from .consume_orderly import OrderlyConsumeService
 from .consume_service import ConcurrentConsumeService, ConsumeService, Handler
+from .consumer_context import BackgroundTasks, ConsumerContext, FlowSwitch
 from .errors import ClientError, ClientStateError, InvalidArgumentError, NoRouteError
 from .instance import ClientInstance
 from .message import ReceivedMessage, timestamp_ms
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_api import PullAPI
-from .pull_service import pull_loop
+from .pull_service import PullMessageService
 from .rebalance import RebalanceImpl
 from .remoting_processor import ClientRemotingProcessor
 from .subscription import build_subscription
@@ -98,23 +98,17 @@ class PushConsumer(InstanceUser):
         self._handler: Handler | None = None
         self._batch = False
         self._instance: ClientInstance | None = None
-        self.offset_store: OffsetStore = None  # type: ignore[assignment]
-        self.pull_api: PullAPI = None  # type: ignore[assignment]
-        self.rebalance = RebalanceImpl(self)
-        self.processor = ClientRemotingProcessor(self)
-        self.service: ConsumeService | None = None  # chosen at start: handler, orderly or iteration
-        self._pull_tasks: dict[ProcessQueue, asyncio.Task[None]] = {}
+        self._flow = FlowSwitch()  # pause()/resume() work before start too
+        self._background = BackgroundTasks(group)
+        # the collaborators, made by start(): they share `_ctx` and never see this object
+        self._ctx: ConsumerContext | None = None
+        self.rebalance: RebalanceImpl | None = None
+        self.pulls: PullMessageService | None = None
+        self.service: ConsumeService | None = None  # handler, orderly or iteration
+        self.processor: ClientRemotingProcessor | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._side_tasks: set[asyncio.Task[Any]] = set()
-        self._rebalance_event = asyncio.Event()
-        self._resumed = asyncio.Event()
-        self._resumed.set()
-        self._paused = False
-        self._suspended = False  # during a reset offset
-        self._paused_queues: set[MessageQueue] = set()
         self._running = False
         self._stopping: asyncio.Future[None] | None = None
-        self.started_at = 0
 
     # -- configuration ------------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
@@ -155,12 +149,15 @@ class PushConsumer(InstanceUser):
             raise ClientStateError("an orderly consumer needs a handler (on_message / on_batch); iteration is "
                                    "for concurrent consumers")
         instance = await ClientInstance.acquire(self.client_id, self.config)
+        self._instance = instance
         try:
+            self._assemble(instance)
             instance.register_consumer(self.group, self)
         except BaseException:
+            self._instance = None
+            self._disassemble()
             await instance.release()
             raise
-        self._instance = instance
         try:
             await self._start(instance)
         except BaseException:
@@ -168,15 +165,46 @@ class PushConsumer(InstanceUser):
             raise
         return self
 
-    async def _start(self, instance: ClientInstance) -> None:
+    def _assemble(self, instance: ClientInstance) -> None:
+        """Make the collaborators; each gets the shared context and the callbacks it needs."""
         if self.message_model == CLUSTERING:
-            self.offset_store = RemoteBrokerOffsetStore(instance, self.group)
+            store: OffsetStore = RemoteBrokerOffsetStore(instance, self.group)
             retry = retry_topic(self.group)
             self.subscriptions.setdefault(retry, build_subscription(retry))
         else:
-            self.offset_store = LocalFileOffsetStore(self.offset_store_dir, self.client_id, self.group)
-        await self.offset_store.load()
-        self.pull_api = PullAPI(instance, self.group)
+            store = LocalFileOffsetStore(self.offset_store_dir, self.client_id, self.group)
+        ctx = self._ctx = ConsumerContext(
+            group=self.group, client_id=self.client_id, instance=instance, offset_store=store,
+            message_model=self.message_model, consume_from=self.consume_from,
+            consume_timestamp_ms=self.consume_timestamp_ms, orderly=self.orderly,
+            allocate_strategy=self.allocate_strategy, settings=self.settings, subscriptions=self.subscriptions,
+            flow=self._flow, background=self._background)
+        self.pulls = PullMessageService(ctx, PullAPI(instance, self.group), dispatch=self._dispatch,
+                                        offset_illegal=self._offset_illegal)
+        self.rebalance = rebalance = RebalanceImpl(ctx, self.pulls, self.rebalance_listener)
+        if self._handler is None:
+            self.service = IteratorConsumeService(ctx)
+        elif self.orderly:
+            self.service = OrderlyConsumeService(ctx, self._handler, batch=self._batch, lock=rebalance.lock)
+        else:
+            self.service = ConcurrentConsumeService(ctx, self._handler, batch=self._batch)
+        self.processor = ClientRemotingProcessor(ctx, rebalance, self.service)
+
+    def _disassemble(self) -> None:
+        self._ctx = self.rebalance = self.pulls = self.service = self.processor = None
+
+    def _dispatch(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
+        assert self.service is not None
+        self.service.submit(pq, msgs)
+
+    def _offset_illegal(self, pq: ProcessQueue, next_offset: int) -> None:
+        assert self.rebalance is not None
+        self._background.spawn(self.rebalance.correct_offset(pq, next_offset))
+
+    async def _start(self, instance: ClientInstance) -> None:
+        ctx, rebalance, service = self._ctx, self.rebalance, self.service
+        assert ctx is not None and rebalance is not None and service is not None
+        await ctx.offset_store.load()
         missing = []
         for topic in list(self.subscriptions):
             try:
@@ -194,20 +222,13 @@ class PushConsumer(InstanceUser):
                 await instance.topic_route(topic, refresh=True)
             except NoRouteError:
                 log.debug("%s: topic %s has no route yet; the rebalance retries", self.group, topic)
-        if self._handler is None:
-            self.service = IteratorConsumeService(self)
-        elif self.orderly:
-            self.service = OrderlyConsumeService(self, self._handler, batch=self._batch)
-        else:
-            self.service = ConcurrentConsumeService(self, self._handler, batch=self._batch)
-        self.service.start()
+        service.start()
         self._running = True
-        self.started_at = int(time.time() * 1000)
+        ctx.started_at = int(time.time() * 1000)
         loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._rebalance_loop()))
-        if self.orderly and self.message_model == CLUSTERING:
-            self._tasks.append(loop.create_task(self._lock_loop()))
-        self._rebalance_event.set()
+        self._tasks.append(loop.create_task(rebalance.run()))
+        if ctx.needs_locks:
+            self._tasks.append(loop.create_task(rebalance.lock_loop()))
         log.info("%s: consumer %s started (%s, %s)", self.group, self.client_id, self.message_model.name,
                  "orderly" if self.orderly else "concurrently")
 
@@ -233,29 +254,25 @@ class PushConsumer(InstanceUser):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        table = self.rebalance.process_queue_table
-        for pq in list(table.values()):
-            pq.drop()
-        pulls = list(self._pull_tasks.values())
-        for task in pulls:
-            task.cancel()
-        await asyncio.gather(*pulls, return_exceptions=True)
-        self._pull_tasks.clear()
-        timeout = self.settings.await_termination_timeout
-        if self.service is not None:
-            await self.service.stop(timeout)
-        for task in list(self._side_tasks):
-            task.cancel()
-        await self.rebalance.drain_retiring(timeout)
-        owned = list(table)
-        if self.offset_store is not None:
+        ctx, rebalance, pulls, service = self._ctx, self.rebalance, self.pulls, self.service
+        owned: list[MessageQueue] = []
+        if ctx is not None and rebalance is not None and pulls is not None and service is not None:
+            table = rebalance.process_queue_table
+            for pq in list(table.values()):
+                pq.drop()
+            await pulls.stop()
+            timeout = self.settings.await_termination_timeout
+            await service.stop(timeout)
+            self._background.cancel()
+            await rebalance.drain_retiring(timeout)
+            owned = list(table)
             try:
-                await self.offset_store.persist_all(owned, wait=True)
+                await ctx.offset_store.persist_all(owned, wait=True)
             except ClientError as exc:
                 log.warning("%s: committing offsets at stop failed: %s", self.group, exc)
-        if self.rebalance.needs_locks and owned:
-            await self.rebalance.unlock_all(owned)
-        table.clear()
+            if rebalance.needs_locks and owned:
+                await rebalance.unlock_all(owned)
+            table.clear()
         instance.unregister_consumer(self.group)
         try:
             await instance.unregister_client(consumer_group=self.group)
@@ -308,61 +325,39 @@ class PushConsumer(InstanceUser):
     def pause(self, *queues: MessageQueue) -> None:
         """Stop pulling (all queues, or the given ones) until `resume`; pulls waiting at the broker are
         abandoned. Messages already pulled are still delivered."""
-        if queues:
-            self._paused_queues.update(queues)
-        else:
-            self._paused = True
-        self._update_resumed()
-        for mq, pq in self.rebalance.process_queue_table.items():
-            if self.is_paused(mq):
-                self.stop_pulling(pq)
+        self._flow.pause(queues)
+        if self.rebalance is not None and self.pulls is not None:
+            for mq, pq in self.rebalance.process_queue_table.items():
+                if self._flow.is_paused(mq):
+                    self.pulls.stop_pulling(pq)
 
     def resume(self, *queues: MessageQueue) -> None:
-        if queues:
-            self._paused_queues.difference_update(queues)
-        else:
-            self._paused = False
-            self._paused_queues.clear()
-        self._update_resumed()
-        if self._running:
+        self._flow.resume(queues)
+        if self._running and self.rebalance is not None and self.pulls is not None:
             for mq, pq in self.rebalance.process_queue_table.items():
-                if not pq.dropped and pq not in self._pull_tasks and not self.is_paused(mq):
-                    self.start_pulling(pq)
+                if not pq.dropped and not self.pulls.is_pulling(pq) and not self._flow.is_paused(mq):
+                    self.pulls.start_pulling(pq)
 
     @property
     def paused(self) -> bool:
-        return self._paused or self._suspended
+        return self._flow.paused
 
     def is_paused(self, mq: MessageQueue) -> bool:
-        return self._paused or self._suspended or mq in self._paused_queues
-
-    def suspend(self, on: bool) -> None:
-        """Pause every pull while offsets are reset (not the same switch as `pause`)."""
-        self._suspended = on
-        self._update_resumed()
-
-    def _update_resumed(self) -> None:
-        if self._paused or self._suspended or self._paused_queues:
-            self._resumed.clear()
-        else:
-            self._resumed.set()
-
-    async def wait_resumed(self, timeout: float) -> None:
-        if self._paused_queues and not self._paused and not self._suspended:
-            await asyncio.sleep(min(timeout, 0.1))
-            return
-        try:
-            await asyncio.wait_for(self._resumed.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
+        return self._flow.is_paused(mq)
 
     def assignment(self) -> set[MessageQueue]:
         """The queues this consumer owns now (the retry topic's included)."""
-        return set(self.rebalance.process_queue_table)
+        return set(self.rebalance.process_queue_table) if self.rebalance is not None else set()
+
+    @property
+    def offset_store(self) -> OffsetStore | None:
+        """The offset store of the running consumer (Java `getOffsetStore`): the broker's in clustering mode,
+        the local file in broadcasting mode; None before start."""
+        return self._ctx.offset_store if self._ctx is not None else None
 
     def committed(self, mq: MessageQueue) -> int:
         """The in-memory offset of `mq` (-1 if none): what the next commit sends."""
-        return self.offset_store.offset_table.get(mq, -1) if self.offset_store is not None else -1
+        return self._ctx.committed(mq) if self._ctx is not None else -1
 
     # -- what the instance asks -------------------------------------------------------------------------
     def consumer_data(self) -> ConsumerData:
@@ -374,83 +369,17 @@ class PushConsumer(InstanceUser):
         return set(self.subscriptions)
 
     async def persist_consumer_offsets(self) -> None:
-        if self._running and self.offset_store is not None:
-            await self.offset_store.persist_all([*self.rebalance.process_queue_table, *self.rebalance.retiring_queues])
+        if self._running and self._ctx is not None and self.rebalance is not None:
+            await self._ctx.offset_store.persist_all([*self.rebalance.process_queue_table,
+                                                     *self.rebalance.retiring_queues])
 
-    def max_reconsume_times(self) -> int:
-        n = self.settings.max_reconsume_times
-        if n == -1:
-            return 2 ** 31 - 1 if self.orderly else 16
-        return n
+    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        if self.processor is None:
+            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
+                                               f"consumer {self.group!r} is not started")
+        return await self.processor.handle(cmd)
 
-    # -- what the pull loop and the consume services call -------------------------------------------
-    def start_pulling(self, pq: ProcessQueue) -> None:
-        task = asyncio.get_running_loop().create_task(pull_loop(self, pq))
-        self._pull_tasks[pq] = task
-        task.add_done_callback(lambda t, pq=pq: self._pull_done(pq, t))
-
-    def _pull_done(self, pq: ProcessQueue, task: asyncio.Task[None]) -> None:
-        if self._pull_tasks.get(pq) is task:
-            del self._pull_tasks[pq]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s: pull loop of %s failed", self.group, pq.mq, exc_info=task.exception())
-
-    def stop_pulling(self, pq: ProcessQueue) -> None:
-        task = self._pull_tasks.pop(pq, None)
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-
-    def dispatch(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
-        self.service.submit(pq, msgs)
-
-    def commit(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
-        offset = pq.remove(msgs)
-        if offset >= 0 and not pq.retired:
-            self.offset_store.update_offset(pq.mq, offset, True)
-
-    def commit_orderly(self, pq: ProcessQueue) -> None:
-        offset = pq.commit()
-        if offset >= 0 and not pq.retired:
-            self.offset_store.update_offset(pq.mq, offset, False)
-
-    def offset_illegal(self, pq: ProcessQueue, next_offset: int) -> None:
-        self.side_task(self.processor.correct_offset(pq, next_offset))
-
-    # -- rebalance ----------------------------------------------------------------------------------
-    def rebalance_now(self) -> None:
-        self._rebalance_event.set()
-
-    async def _rebalance_loop(self) -> None:
-        retry_delay = 0.5
-        while self._running:
-            timeout = retry_delay if self.rebalance.retry_soon else self.settings.rebalance_interval
-            try:
-                await asyncio.wait_for(self._rebalance_event.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
-            self._rebalance_event.clear()
-            retry_delay = min(retry_delay * 2, self.settings.rebalance_interval) if self.rebalance.retry_soon \
-                else 0.5
-            try:
-                await self.rebalance.do_rebalance()
-            except ClientError as exc:
-                log.debug("%s: rebalance failed: %s", self.group, exc)
-            except Exception:  # noqa: BLE001 - keep rebalancing
-                log.exception("%s: rebalance failed", self.group)
-
-    async def _lock_loop(self) -> None:
-        while self._running:
-            await asyncio.sleep(min(1.0, self.settings.lock_interval))
-            await self.rebalance.lock_all()
-            await asyncio.sleep(max(0.0, self.settings.lock_interval - 1.0))
-
-    async def subscription_changed(self, topic: str) -> None:
-        """The owned queues of `topic` changed: new subVersion, and a heartbeat before pulling (§10.3)."""
-        sub = self.subscriptions.get(topic)
-        if sub is not None:
-            sub.sub_version = max(time.time_ns() // 1_000_000, sub.sub_version + 1)
-        await self.instance.send_heartbeat_to_all_brokers()
-
+    # -- subscription changes while running ---------------------------------------------------------
     def _after_subscription_change(self) -> None:
         async def run() -> None:
             for topic in self.subscriptions:
@@ -459,26 +388,6 @@ class PushConsumer(InstanceUser):
                 except NoRouteError:
                     pass
             await self.instance.send_heartbeat_to_all_brokers()
-            self.rebalance_now()
-        self.side_task(run())
-
-    def heartbeat_soon(self) -> None:
-        if self._instance is not None:
-            self.side_task(self._instance.send_heartbeat_to_all_brokers())
-
-    def side_task(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_done)
-
-    def _side_done(self, task: asyncio.Task[Any]) -> None:
-        self._side_tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.debug("%s: background task failed: %r", self.group, task.exception())
-
-    # -- server requests ----------------------------------------------------------------------------
-    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        return await self.processor.handle(cmd)
-
-    async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
-        await self.processor.reset_offset(topic, table)
+            if self.rebalance is not None:
+                self.rebalance.request()
+        self._background.spawn(run())

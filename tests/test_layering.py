@@ -107,3 +107,22 @@ def test_importing_the_codec_loads_no_asyncio_or_socket():
             "'rocketmq_emulator.broker', 'rocketmq_emulator.client') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+#: the push consumer's collaborators take a ConsumerContext and callbacks, never the PushConsumer facade
+CONSUMER_COLLABORATORS = ("client/rebalance.py", "client/pull_service.py", "client/pull_from_where.py",
+                          "client/consume_service.py", "client/consume_orderly.py", "client/consume_iterator.py",
+                          "client/remoting_processor.py", "client/consumer_context.py")
+
+
+@pytest.mark.parametrize("rel", CONSUMER_COLLABORATORS)
+def test_push_consumer_collaborators_do_not_know_the_facade(rel):
+    tree = ast.parse((ROOT / rel).read_text())
+    imports = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imports.add(node.module or "")
+    assert not {m for m in imports if m.endswith("push_consumer")}, f"{rel} imports push_consumer"
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    annotations = {ast.unparse(n.annotation) for n in ast.walk(tree) if isinstance(n, ast.arg) and n.annotation}
+    assert "PushConsumer" not in names and not any("PushConsumer" in a for a in annotations), rel

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_emulator.client.errors import BrokerResponseError, BrokerUnreachableError
+from rocketmq_emulator.client.allocate import strategy
+from rocketmq_emulator.client.config import ConsumerSettings
+from rocketmq_emulator.client.consumer_context import ConsumerContext
 from rocketmq_emulator.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
-from rocketmq_emulator.client.rebalance import RebalanceImpl
+from rocketmq_emulator.client.pull_from_where import compute_pull_from_where
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 Q = MessageQueue("T", "broker-a", 0)
@@ -42,15 +45,14 @@ class FakeInstance:
         return "127.0.0.1:10911"
 
 
-class FakeConsumer:
-    def __init__(self, stored, cfw, model=MessageModel.CLUSTERING, store=None) -> None:
-        self.instance = FakeInstance(stored)
-        self.message_model = model
-        self.consume_from = cfw
-        self.consume_timestamp_ms = 1_700_000_000_000
-        self.group = "g"
-        self.orderly = False
-        self.offset_store = store or RemoteBrokerOffsetStore(self.instance, "g")  # type: ignore[arg-type]
+def context(stored, cfw, model=MessageModel.CLUSTERING, store=None) -> ConsumerContext:
+    """The state compute_pull_from_where reads: a broker that answers as `stored` says, and an offset store."""
+    instance = FakeInstance(stored)
+    return ConsumerContext(group="g", client_id="127.0.0.1@c", instance=instance,  # type: ignore[arg-type]
+                           offset_store=store or RemoteBrokerOffsetStore(instance, "g"),  # type: ignore[arg-type]
+                           message_model=model, consume_from=cfw, consume_timestamp_ms=1_700_000_000_000,
+                           orderly=False, allocate_strategy=strategy("averagely"), settings=ConsumerSettings(),
+                           subscriptions={})
 
 
 NOT_FOUND = BrokerResponseError(22, "Not found")
@@ -71,20 +73,19 @@ LAST, FIRST, TS = (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ConsumeFromWhere.C
     (DOWN, LAST, Q, -2, ["query"]),  # could not ask: skip the queue this round
 ])
 async def test_clustering(stored, cfw, mq, expected, calls):
-    consumer = FakeConsumer(stored, cfw)
-    assert await RebalanceImpl(consumer).compute_pull_from_where(mq) == expected  # type: ignore[arg-type]
-    assert consumer.instance.api.calls == calls
+    ctx = context(stored, cfw)
+    assert await compute_pull_from_where(ctx, mq) == expected
+    assert ctx.instance.api.calls == calls  # type: ignore[attr-defined]
 
 
 async def test_broadcasting_reads_memory_first_then_the_file(tmp_path):
     store = LocalFileOffsetStore(tmp_path, "c", "g")
-    consumer = FakeConsumer(None, LAST, MessageModel.BROADCASTING, store)
-    rebalance = RebalanceImpl(consumer)  # type: ignore[arg-type]
-    assert await rebalance.compute_pull_from_where(Q) == 100  # no offset anywhere: LAST = max offset
+    ctx = context(None, LAST, MessageModel.BROADCASTING, store)
+    assert await compute_pull_from_where(ctx, Q) == 100  # no offset anywhere: LAST = max offset
     store.update_offset(Q, 5, False)
     await store.persist(Q)
     store.update_offset(Q, 9, False)
-    assert await rebalance.compute_pull_from_where(Q) == 9  # memory wins over the (stale) file
+    assert await compute_pull_from_where(ctx, Q) == 9  # memory wins over the (stale) file
     store.remove_offset(Q)
-    assert await rebalance.compute_pull_from_where(Q) == 5
-    assert consumer.instance.api.calls == ["max"]
+    assert await compute_pull_from_where(ctx, Q) == 5
+    assert ctx.instance.api.calls == ["max"]  # type: ignore[attr-defined]
