@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from rocketmq_emulator.protocol.cli_util import EXIT_USAGE, OneLineParser, boolean, choice, port, report_error
 
-from .config import BrokerConfig, apply_broker_conf
+from .config import BrokerConfig, apply_broker_conf, parse_group_list, parse_topic_list
 
 ENV_PREFIX = "ROCKETMQ_EMULATOR_"
 
@@ -24,8 +24,11 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
     "broker-port": ("broker_port", port, "broker port (default 10911; the VIP port is this minus 2; 0 picks "
                                          "a free port)"),
     "store-dir": ("store_dir", str, "store directory (default ./rocketmq-data)"),
-    "advertised-host": ("advertised_host", str, "broker host put in route data (Docker/NAT); default: --host"),
-    "advertised-port": ("advertised_port", port, "broker port put in route data; default: --broker-port"),
+    "advertised-host": ("advertised_host", str, "broker host put in route data (Docker/NAT); default: --host, "
+                                                "or with --host 0.0.0.0 this machine's primary address "
+                                                "(127.0.0.1 when only --advertised-port is given)"),
+    "advertised-port": ("advertised_port", port, "broker port put in route data (a published port that differs "
+                                                "from --broker-port); default: --broker-port"),
     "broker-name": ("broker_name", str, "broker name (default broker-a)"),
     "cluster-name": ("cluster_name", str, "cluster name (default DefaultCluster)"),
     "log-level": ("log_level", choice(*LOG_LEVELS), "DEBUG, INFO (default), WARNING or ERROR"),
@@ -48,6 +51,16 @@ def package_version() -> str:
         return "0+unknown"
 
 
+def _list_type(parse: Callable[[str], list[Any]]) -> Callable[[str], list[Any]]:
+    def convert(text: str) -> list[Any]:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="rocketmq-emulator",
                                      description="A RocketMQ 4.x broker and name server in one Python process.")
@@ -56,12 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("admin", help="mqadmin-style administration (run `rocketmq-emulator admin -h`)")
     sub.add_parser("produce", help="send messages from the command line (`rocketmq-emulator produce -h`)")
     sub.add_parser("consume", help="print messages of a topic (`rocketmq-emulator consume -h`)")
+    sub.add_parser("health", help="is the name server up and does every broker answer? exit 0 or 1 "
+                                  "(`rocketmq-emulator health -h`)")
     serve = sub.add_parser("serve", help="start the name server and broker",
                            description="Every flag can also be set with ROCKETMQ_EMULATOR_<FLAG> "
                                        "(e.g. ROCKETMQ_EMULATOR_BROKER_PORT=20911); flags win over the "
                                        "environment, which wins over --config.")
     for flag, (_, typ, help_text) in SERVE_FLAGS.items():
         serve.add_argument(f"--{flag}", type=typ, default=None, help=help_text)
+    serve.add_argument("--topic", action="append", type=_list_type(parse_topic_list), default=None,
+                       metavar="NAME[:QUEUES]", help="create this topic at start (8 queues unless given); "
+                       "repeatable, or comma-separated (env ROCKETMQ_EMULATOR_TOPICS=orders:8,payments:4)")
+    serve.add_argument("--group", action="append", type=_list_type(parse_group_list), default=None,
+                       metavar="NAME", help="create this consumer group at start; repeatable, or comma-separated "
+                       "(env ROCKETMQ_EMULATOR_GROUPS=g1,g2)")
     serve.add_argument("--ephemeral", action="store_true", default=None,
                        help="keep the store in a temporary directory removed at exit")
     serve.add_argument("--config", default=None, metavar="FILE",
@@ -96,6 +117,17 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
                     raise ConfigError(f"{ENV_PREFIX}{flag.replace('-', '_').upper()}={env!r}: {exc}") from None
         if value is not None:
             setattr(config, attr, value)
+    for attr, parse in (("topics", parse_topic_list), ("groups", parse_group_list)):
+        given = getattr(args, attr[:-1])
+        if given is not None:
+            setattr(config, attr, [item for chunk in given for item in chunk])
+            continue
+        env = environ.get(ENV_PREFIX + attr.upper())
+        if env:
+            try:
+                setattr(config, attr, parse(env))
+            except ValueError as exc:
+                raise ConfigError(f"{ENV_PREFIX}{attr.upper()}={env!r}: {exc}") from None
     ephemeral = args.ephemeral
     if ephemeral is None:
         ephemeral = environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes")
@@ -103,7 +135,7 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     return config
 
 
-CLIENT_COMMANDS = ("admin", "produce", "consume")
+CLIENT_COMMANDS = ("admin", "produce", "consume", "health")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,13 +6,14 @@ variables, command-line flags. Unknown `broker.conf` keys are reported (logged),
 
 from __future__ import annotations
 
-import dataclasses
+import ipaddress
 import logging
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL
+from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL, topic_problem
 
 log = logging.getLogger("rocketmq_emulator.config")
 
@@ -24,7 +25,7 @@ class BrokerConfig:
     namesrv_port: int = 9876
     broker_port: int = 10911
     vip_channel_enabled: bool = True  # also listen on broker_port - 2, as the real broker does
-    advertised_host: str | None = None  # brokerIP1: the address put in route data
+    advertised_host: str | None = None  # brokerIP1: the address put in route data (see resolve_advertised_host)
     advertised_port: int | None = None
     # identity
     broker_name: str = "broker-a"
@@ -62,6 +63,10 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     log_level: str = "INFO"
+    #: created (or given this queue count) at start: `--topic orders:8`, ROCKETMQ_EMULATOR_TOPICS="orders:8,b:4"
+    topics: list[tuple[str, int]] = field(default_factory=list)
+    #: subscription groups created at start: `--group g1`, ROCKETMQ_EMULATOR_GROUPS="g1,g2"
+    groups: list[str] = field(default_factory=list)
     unknown_keys: list[str] = field(default_factory=list)
 
     @property
@@ -72,6 +77,93 @@ class BrokerConfig:
     @property
     def namesrv_addr(self) -> str:
         return f"{self.host}:{self.namesrv_port}"
+
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def primary_address() -> str:
+    """This machine's primary IPv4 address (RocketMQ's `brokerIP1` default): the source address of its default
+    route (no packet is sent), else the address of its host name, else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: only the routing table is consulted
+            ip = s.getsockname()[0]
+            if ip and ip != "0.0.0.0":
+                return ip
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def resolve_advertised_host(config: BrokerConfig) -> None:
+    """Fill in the address a broker listening on all interfaces puts in route data, as RocketMQ does.
+
+    * `advertised_host` given: used as is (an IP or a name clients can resolve).
+    * listening on 0.0.0.0 / :: with only `advertised_port` given: 127.0.0.1 — the port is published on this host
+      (`docker run -p 20911:10911 -e ROCKETMQ_EMULATOR_ADVERTISED_PORT=20911`), so local clients reach it.
+    * listening on 0.0.0.0 / :: otherwise: the machine's primary address (in a container: the container's
+      address, which other containers of the same network reach, e.g. in docker compose).
+    * else the listening address.
+    """
+    if config.advertised_host:
+        return
+    if config.host in WILDCARD_HOSTS:
+        config.advertised_host = "127.0.0.1" if config.advertised_port else primary_address()
+
+
+def ip_of(host: str) -> str:
+    """`host` if it is an IP address, else what it resolves to (127.0.0.1 if it does not): the store host of
+    stored messages must be an IP even when the advertised host is a name."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        log.warning("advertised host %r does not resolve here; message ids carry 127.0.0.1", host)
+        return "127.0.0.1"
+
+
+def parse_topic_list(text: str) -> list[tuple[str, int]]:
+    """`orders:8,payments` -> [("orders", 8), ("payments", 8)] (8 queues unless given, as the broker's default)."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, count = item.partition(":")
+        name = name.strip()
+        problem = topic_problem(name)
+        if problem is not None:
+            raise ValueError(f"topic {item!r}: {problem} Use NAME or NAME:QUEUES")
+        queues = 8
+        if sep:
+            try:
+                queues = int(count)
+            except ValueError:
+                raise ValueError(f"topic {item!r}: the queue count {count!r} is not a number") from None
+            if not 1 <= queues <= 1024:
+                raise ValueError(f"topic {item!r}: the queue count must be 1-1024")
+        out.append((name, queues))
+    return out
+
+
+def parse_group_list(text: str) -> list[str]:
+    """`g1,g2` -> ["g1", "g2"]; names follow the topic naming rule, as RocketMQ's groups do."""
+    out = []
+    for g in (g.strip() for g in text.split(",")):
+        if not g:
+            continue
+        if topic_problem(g) is not None:
+            raise ValueError(f"group {g!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        out.append(g)
+    return out
 
 
 #: `broker.conf` key -> BrokerConfig attribute
@@ -164,6 +256,3 @@ def apply_broker_conf(config: BrokerConfig, path: str | Path) -> BrokerConfig:
             raise ValueError(f"invalid value {value!r} for {key}: use legacy or strict")
     return config
 
-
-def field_names() -> list[str]:
-    return [f.name for f in dataclasses.fields(BrokerConfig) if f.name != "unknown_keys"]

@@ -8,15 +8,16 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Callable
 
 from rocketmq_emulator.protocol import RequestCode
+from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, TopicConfig
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
-from .config import BrokerConfig
+from .config import BrokerConfig, ip_of
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
 from .broadcast_offset import BroadcastOffsetManager
@@ -37,7 +38,7 @@ from .subscription_group import SubscriptionGroupManager
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 
-from .topic_config import TopicConfigManager
+from .topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
@@ -53,7 +54,7 @@ def store_config_for(config: BrokerConfig) -> MessageStoreConfig:
         file_reserved_time=int(config.file_reserved_time_hours),
         delete_when=config.delete_when,
         disk_max_used_space_ratio=config.disk_max_used_space_ratio,
-        store_host=config.advertised_host or config.host,
+        store_host=ip_of(config.advertised_host or config.host),
         store_port=config.advertised_port or config.broker_port,
         message_delay_level=config.message_delay_level,  # recovery recomputes delivery times with the same levels
     )
@@ -66,7 +67,7 @@ class BrokerController:
         root = Path(config.store_dir)
         config_dir = root / "config"
         self.store: MessageStore = None  # type: ignore[assignment]  # opened in start(), once the port is known
-        self.store_host_packed = pack_host(config.advertised_host or config.host)
+        self.store_host_packed = pack_host(ip_of(config.advertised_host or config.host))
         self.topic_config_manager = TopicConfigManager(
             config_dir, broker_name=config.broker_name, cluster_name=config.cluster_name,
             auto_create_topic_enable=config.auto_create_topic_enable,
@@ -128,6 +129,7 @@ class BrokerController:
             raise
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
+        self._create_configured_topics_and_groups()
         self.consumer_offset_manager.load()
         self.schedule_service.load()
         await self.server.start_serving()
@@ -143,6 +145,21 @@ class BrokerController:
         every(5.0, self.broadcast_offsets.scan)
         every(30.0, self._register_periodically)
         self.started_at = time.time()
+
+    def _create_configured_topics_and_groups(self) -> None:
+        """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue
+        count, before the first client connects."""
+        tcm = self.topic_config_manager
+        for name, queues in self.config.topics:
+            tc = tcm.get(name)
+            if tc is None or tc.read_queue_nums != queues or tc.write_queue_nums != queues:
+                tcm.update(TopicConfig(topic_name=name, read_queue_nums=queues, write_queue_nums=queues,
+                                       perm=PERM_READ | PERM_WRITE))
+        sgm = self.subscription_group_manager
+        for group in self.config.groups:
+            if group not in sgm.table:
+                sgm.update(SubscriptionGroupConfig(group_name=group))
+                log.info("consumer group %s created (configured at start)", group)
 
     async def stop(self) -> None:
         """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store."""

@@ -10,7 +10,7 @@ import tempfile
 import time
 from dataclasses import replace
 
-from .config import BrokerConfig
+from .config import WILDCARD_HOSTS, BrokerConfig, resolve_advertised_host
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
@@ -28,6 +28,8 @@ class Emulator:
             self._tmpdir = tempfile.mkdtemp(prefix="rocketmq-emulator-")
             config.store_dir = self._tmpdir
         self.namesrv = NameServer(config.host, config.namesrv_port)
+        for c in [config, *(extra_brokers or [])]:
+            resolve_advertised_host(c)
         self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *(extra_brokers or [])]]
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
@@ -71,7 +73,10 @@ class Emulator:
     def ready_line(self) -> str:
         brokers = ", ".join(f"{b.config.broker_name}@{b.config.broker_addr}" for b in self.brokers)
         store = "ephemeral" if self.config.ephemeral else self.config.store_dir
-        return (f"rocketmq-emulator ready: namesrv {self.namesrv_addr} (set namesrvAddr to it), broker {brokers}, "
+        namesrv = self.namesrv_addr
+        if self.config.host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
+            namesrv = f"{self.config.advertised_host or '127.0.0.1'}:{self.namesrv.port}"
+        return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}, "
                 f"cluster {self.config.cluster_name}, store {store}")
 
 

@@ -4,7 +4,6 @@ validation, and `config/topics.json`."""
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Callable
 

@@ -13,8 +13,8 @@ from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerSt
                                                      ResetOffsetBody, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
-from rocketmq_emulator.protocol.emulator_requests import (EmulatorRequestCode, ExpireFilesNowRequestHeader,
-                                                          ExpireFilesNowResponseHeader)
+from rocketmq_emulator.protocol.emulator_requests import (DropConnectionsResponseHeader, EmulatorRequestCode,
+                                                          ExpireFilesNowRequestHeader, ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 DeleteTopicFromNamesrvRequestHeader, GetConsumerStatusRequestHeader,
@@ -345,6 +345,17 @@ class Admin(InstanceUser):
             response = await self.instance.api.call(addr, EmulatorRequestCode.EXPIRE_FILES_NOW, ext,
                                                     operation="expire files now")
             out[addr] = ExpireFilesNowResponseHeader.from_ext(response.ext_fields).deleted_files
+        return out
+
+    async def drop_connections(self) -> dict[str, int]:
+        """A network fault on demand (the emulator's DROP_CONNECTIONS): every broker closes all its client
+        connections but this admin's; clients must reconnect. Returns broker address -> connections closed.
+        A real broker answers REQUEST_CODE_NOT_SUPPORTED."""
+        out = {}
+        for addr in await self._master_addrs():
+            response = await self.instance.api.call(addr, EmulatorRequestCode.DROP_CONNECTIONS,
+                                                    operation="drop connections")
+            out[addr] = DropConnectionsResponseHeader.from_ext(response.ext_fields).dropped_connections
         return out
 
     async def _reset_old(self, group: str, topic: str, timestamp: int, force: bool,

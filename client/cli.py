@@ -3,6 +3,7 @@
     admin <command> ...     mqadmin's commands and flags (updateTopic, topicStatus, consumerProgress, ...)
     produce -t TOPIC ...    send lines of stdin (or --message / --count) as messages
     consume -t TOPIC ...    print messages as they arrive
+    health [--broker ADDR]  is the name server up, and does every broker it lists answer (exit 0 or 1)
 
 The name server comes from -n, else $NAMESRV_ADDR, else 127.0.0.1:9876. `--json` prints machine-readable
 output (one JSON document for admin commands, one JSON object per line for produce/consume).
@@ -27,6 +28,7 @@ from .admin import Admin
 from .cli_admin import add_admin_commands, message_json
 from .config import DEFAULT_NAMESRV
 from .errors import BrokerResponseError, ClientError
+from .health import check_health
 from .message import Message
 from .producer import Producer
 from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
@@ -66,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int_range(1, 10_000), metavar="SIZE", help="send in batches of SIZE (1-10000)")
     p.add_argument("--sharding-key", help="keep all messages in one queue, in order")
 
+    p = sub.add_parser("health", parents=[common], help="check the name server and its brokers (exit 0 or 1)",
+                       description="Checks that the name server answers and that every broker it lists answers; "
+                                   "prints one line and exits 0 (healthy) or 1 (saying which part is down).")
+    p.add_argument("--broker", action="append", default=None, metavar="HOST:PORT",
+                   help="check this broker address instead of the listed ones (repeatable); the name server "
+                        "must still list a broker")
+
     p = sub.add_parser("consume", parents=[common], help="print messages of a topic as they arrive",
                        description="Print the messages of a topic as they arrive, and commit what was printed. "
                                    "Ctrl-C (or SIGTERM) stops it within a second. Exit status: 0 when it stopped "
@@ -98,6 +107,15 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
         data, text = await args.run(admin, args)
     _emit(out, args, data, text)
     return 0
+
+
+async def run_health(args: argparse.Namespace, out: TextIO) -> int:
+    report = await check_health(args.namesrv, args.broker, args.timeout)
+    if args.json:
+        out.write(json.dumps({"healthy": report.healthy, "detail": report.line}) + "\n")
+    else:
+        out.write(report.line + "\n")
+    return 0 if report.healthy else EXIT_FAILURE
 
 
 class UsageError(Exception):
@@ -244,6 +262,8 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stdin: 
             return asyncio.run(run_produce(args, out, stdin or sys.stdin))
         if args.command == "consume":
             return asyncio.run(run_consume(args, out))
+        if args.command == "health":
+            return asyncio.run(run_health(args, out))
     except UsageError as exc:
         report_error(str(exc), "USAGE", as_json=as_json)
         return EXIT_USAGE

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.protocol.bodies import MessageQueue, TopicRouteData
 from rocketmq_emulator.protocol.codes import PermName
-from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_emulator.protocol.topics import DEFAULT_TOPIC_QUEUE_NUMS
 
 MASTER_ID = 0
 

@@ -3,12 +3,14 @@ stats, subscription groups, runtime info, and the manual expiry of commitlog fil
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import (SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig,
                                                      TopicFilterType, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, TopicList
+from rocketmq_emulator.protocol.emulator_requests import DropConnectionsResponseHeader, EmulatorRequestCode
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 TopicRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
@@ -17,6 +19,8 @@ from ..topic_config import validate_topic
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.broker")
 
 
 class AdminBrokerProcessor:
@@ -36,6 +40,7 @@ class AdminBrokerProcessor:
         table.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.get_all_consumer_offset)
         table.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
         table.register(RequestCode.DELETE_EXPIRED_COMMITLOG, self.delete_expired_commitlog)
+        table.register(EmulatorRequestCode.DROP_CONNECTIONS, self.drop_connections)
 
     def update_and_create_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext(req.ext_fields)
@@ -119,3 +124,13 @@ class AdminBrokerProcessor:
     def delete_expired_commitlog(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         self.broker.store.execute_delete_files_manually()
         return RemotingCommand.response_to(req)
+
+    def drop_connections(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """The emulator's DROP_CONNECTIONS: answer, then close every other client connection of this broker."""
+        servers = [s for s in (self.broker.server, self.broker.vip_server) if s is not None]
+        others = [c for s in servers for c in s.connections if c is not conn]
+        for c in others:
+            c.close()
+        log.info("dropped %d client connection(s) on request from %s", len(others), conn.addr)
+        return RemotingCommand.response_to(req, ext_fields=DropConnectionsResponseHeader(
+            dropped_connections=len(others)).to_ext())

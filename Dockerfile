@@ -1,0 +1,46 @@
+# rocketmq-emulator: a RocketMQ 4.x name server + broker in one process (README "Docker").
+#   docker build -t rocketmq-emulator .
+#   docker run --rm -p 9876:9876 -p 10911:10911 rocketmq-emulator
+# The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# Runtime requirements only (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
+COPY pyproject.toml README.md /src/
+COPY broker /src/broker
+COPY client /src/client
+COPY protocol /src/protocol
+COPY spark_tools /src/spark_tools
+COPY store /src/store
+RUN python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-compile /src \
+    && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \
+    && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
+    && rm -rf /src \
+    && useradd --system --uid 10001 --home-dir /data --no-create-home rocketmq \
+    && mkdir -p /data \
+    && chown rocketmq /data
+
+ENV PATH=/opt/venv/bin:$PATH \
+    ROCKETMQ_EMULATOR_HOST=0.0.0.0 \
+    ROCKETMQ_EMULATOR_STORE_DIR=/data/store
+
+# The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
+VOLUME /data
+# 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it)
+EXPOSE 9876 10911 10909
+
+# The container's own ports: the advertised address may only be reachable from outside the container.
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 \
+    CMD rocketmq-emulator health --timeout 2 -n "127.0.0.1:${ROCKETMQ_EMULATOR_NAMESRV_PORT:-9876}" \
+        --broker "127.0.0.1:${ROCKETMQ_EMULATOR_BROKER_PORT:-10911}"
+
+USER rocketmq
+WORKDIR /data
+ENTRYPOINT ["rocketmq-emulator"]
+CMD ["serve"]

@@ -1,0 +1,102 @@
+"""The Docker image, built and run for real with Podman (`../shared/docs/containers.md`): remapped ports with
+the advertised-address variables, the C++ client from the host, HEALTHCHECK, a fast clean stop, topics from
+ROCKETMQ_EMULATOR_TOPICS, and a volume-backed store that survives a new container.
+
+Podman is installed (apt) and the local base image built when missing; where that cannot be done the module
+is skipped with the reason."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
+from integration_tests import podman
+from integration_tests.conftest import free_port
+from integration_tests.cppclient import run_driver, start_driver
+from tests.client.helpers import wait_for
+
+pytestmark = pytest.mark.timeout(1500)
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    reason = podman.prepare()
+    if reason is not None:
+        pytest.skip(f"container tests need podman and a base image: {reason}")
+    podman.build()
+    return podman.IMAGE
+
+
+@pytest.fixture
+def container(image):
+    names: list[str] = []
+
+    def start(*args: str) -> str:
+        name = f"rmq-emu-test-{uuid.uuid4().hex[:8]}"
+        names.append(name)
+        podman.run(name, *args)
+        podman.wait_healthy(name)
+        return name
+    yield start
+    for name in names:
+        podman.remove(name)
+
+
+def remapped(ns_port: int, broker_port: int) -> list[str]:
+    return ["-p", f"{ns_port}:9876", "-p", f"{broker_port}:10911",
+            "-e", "ROCKETMQ_EMULATOR_ADVERTISED_HOST=127.0.0.1", "-e", f"ROCKETMQ_EMULATOR_ADVERTISED_PORT={broker_port}"]
+
+
+async def test_remapped_ports_cpp_client_topics_health_and_stop(container, tmp_path):
+    ns_port, broker_port = free_port(), free_port()
+    name = container(*remapped(ns_port, broker_port), "-e", "ROCKETMQ_EMULATOR_TOPICS=orders:8,payments:4")
+    ns = f"127.0.0.1:{ns_port}"
+    assert podman.healthy(name)
+
+    async with Admin(ns) as admin:
+        assert [b.addr for b in await admin.cluster_list()] == [f"127.0.0.1:{broker_port}"]
+        assert len(await admin.topic_status("orders")) == 8
+        assert len(await admin.topic_status("payments")) == 4
+
+    sent = await asyncio.to_thread(run_driver, ["produce", "--namesrv", ns, "--topic", "orders", "--group", "cpp_pg",
+                                                "--count", "10"], timeout=60, home=tmp_path)
+    assert [e["status"] for e in sent.of("sent")] == ["OK"] * 10, sent.describe()
+    consumer = await asyncio.to_thread(start_driver, ["push", "--namesrv", ns, "--topic", "orders", "--group",
+                                                      "cpp_cg", "--expect", "10", "--duration", "60"],
+                                       timeout=90, home=tmp_path)
+    done = await asyncio.to_thread(consumer.wait_for, "done", 80)
+    await asyncio.to_thread(consumer.stop)
+    assert done is not None and done["expected_reached"], consumer.describe()
+    assert {e["msg_id"] for e in consumer.of("received")} == {e["msg_id"] for e in sent.of("sent")}
+
+    # SIGTERM with a 2 s grace: exit code 0 means it stopped by itself in time (137 would be the SIGKILL)
+    assert await asyncio.to_thread(podman.stop, name, 2) == 0, podman.logs(name)
+    assert "stopped in" in podman.logs(name)
+
+
+async def test_volume_backed_store_survives_a_new_container(container):
+    volume = f"rmq-emu-test-{uuid.uuid4().hex[:8]}"
+    try:
+        ns_port, broker_port = free_port(), free_port()
+        first = container(*remapped(ns_port, broker_port), "-v", f"{volume}:/data")
+        ns = f"127.0.0.1:{ns_port}"
+        bodies = {f"kept-{i}" for i in range(20)}
+        async with Producer("vol_pg", namesrv=ns) as producer:
+            for body in sorted(bodies):
+                await producer.send("Kept", body)
+        assert await asyncio.to_thread(podman.stop, first, 2) == 0, podman.logs(first)
+
+        second = container(*remapped(ns_port, broker_port), "-v", f"{volume}:/data")
+        assert "abnormal stop" not in podman.logs(second)  # the first one stopped clean: no recovery scan
+        got: set[str] = set()
+        consumer = PushConsumer("vol_cg", namesrv=ns, consume_from=FIRST_OFFSET)
+        consumer.subscribe("Kept")
+        consumer.on_message(lambda m: got.add(m.text))
+        async with consumer:
+            assert await wait_for(lambda: got >= bodies, 30), sorted(bodies - got)
+        assert got == bodies
+    finally:
+        podman.remove_volume(volume)
