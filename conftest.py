@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+#: integration_tests/test_pytest_plugin.py runs test projects with pytester
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def tiny_fs(tmp_path: Path):

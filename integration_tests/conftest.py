@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 from pathlib import Path
 from typing import Any, Callable, Coroutine, TypeVar
@@ -15,33 +14,9 @@ import uvloop
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.emulator import Emulator
+from rocketmq_emulator.client.pytest_plugin import free_broker_port, free_port  # noqa: F401 - used by tests
 
 T = TypeVar("T")
-
-
-def free_port(exclude: set[int] = frozenset()) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in exclude:
-            return port
-
-
-def free_broker_port() -> int:
-    """A port P such that P and P-2 (the VIP port) are both free."""
-    for _ in range(200):
-        port = free_port()
-        if port < 1026:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port - 2))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free broker port pair")
 
 
 class EmulatorThread:

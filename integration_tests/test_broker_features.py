@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from rocketmq_emulator.broker.cli import build_parser, config_from_args
+from rocketmq_emulator.client import Admin
 from rocketmq_emulator.broker.emulator import Emulator, second_broker
 from rocketmq_emulator.protocol.transport import MAX_IN_FLIGHT
 from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
@@ -211,6 +212,34 @@ def test_config_precedence_broker_conf_env_flags(tmp_path):
     assert cfg.flush_disk_type == "SYNC_FLUSH" and cfg.auto_create_topic_enable is False
     assert cfg.default_topic_queue_nums == 2 and cfg.unknown_keys == ["somethingNew"]
     assert cfg.broker_addr == "10.1.2.3:30911"
+
+
+def test_topics_groups_and_advertised_defaults_from_flags_and_environment(tmp_path):
+    from rocketmq_emulator.broker.config import primary_address, resolve_advertised_host
+    args = build_parser().parse_args(["serve", "--topic", "orders:3,pay", "--topic", "audit:1", "--group", "g1"])
+    cfg = config_from_args(args, {"ROCKETMQ_EMULATOR_TOPICS": "ignored:2", "ROCKETMQ_EMULATOR_GROUPS": "g2,g3"})
+    assert cfg.topics == [("orders", 3), ("pay", 8), ("audit", 1)]  # flags win over the environment
+    assert cfg.groups == ["g1"]
+    cfg = config_from_args(build_parser().parse_args(["serve"]),
+                           {"ROCKETMQ_EMULATOR_TOPICS": "a:2, b", "ROCKETMQ_EMULATOR_GROUPS": "g2,g3",
+                            "ROCKETMQ_EMULATOR_HOST": "0.0.0.0"})
+    assert (cfg.topics, cfg.groups) == ([("a", 2), ("b", 8)], ["g2", "g3"])
+    resolve_advertised_host(cfg)
+    assert cfg.broker_addr == f"{primary_address()}:10911" and not cfg.broker_addr.startswith("0.0.0.0")
+    cfg = config_from_args(build_parser().parse_args(["serve", "--host", "0.0.0.0", "--advertised-port", "20911"]),
+                           {})
+    resolve_advertised_host(cfg)
+    assert cfg.broker_addr == "127.0.0.1:20911"  # a port published on this host
+
+
+def test_configured_topics_and_groups_exist_at_start(emulator_factory):
+    emu = emulator_factory(topics=[("orders", 3), ("TBW102", 8)], groups=["billing"])
+
+    async def scenario():
+        async with Admin(emu.namesrv_addr) as admin:
+            return await admin.topic_status("orders")
+    assert len(asyncio.run(scenario())) == 3
+    assert "billing" in emu.broker.subscription_group_manager.table
 
 
 def test_advertised_address_in_routes_and_message_ids(emulator_factory):

@@ -25,6 +25,11 @@ BAD_VALUES = [
     ["serve", "--namesrv-port", "99999"],
     ["serve", "--broker-port", "-1"],
     ["serve", "--advertised-port", "port"],
+    ["serve", "--topic", "orders:many"],
+    ["serve", "--topic", "orders:0"],
+    ["serve", "--topic", "bad topic"],
+    ["serve", "--group", "g/1"],
+    ["health", "--timeout", "0"],
     ["produce", "-t", "T", "-c", "-5"],
     ["produce", "-t", "T", "-c", "ten"],
     ["produce", "-t", "T", "--batch", "0"],
@@ -230,3 +235,32 @@ def test_input_the_broker_refuses_is_worded_as_such(emulator):
     assert "the broker refused the request" in line and "internal error" not in line
     proc = run("admin", "resetOffset", "-n", ns, "-g", "g", "-t", "Refused", "-o", "999999", "--json")
     assert json.loads(proc.stderr)["code"] == "SYSTEM_ERROR"
+
+
+def test_a_bad_topic_list_in_the_environment_is_one_line():
+    proc = run("serve", env={"ROCKETMQ_EMULATOR_TOPICS": "orders:8,payments:x"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: ROCKETMQ_EMULATOR_TOPICS='orders:8,payments:x': topic 'payments:x': the queue count 'x' is not a "
+        "number"]
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_health_of_a_missing_name_server_is_one_line_and_status_1(json_out):
+    proc = run("health", "-n", "127.0.0.1:1", "--timeout", "1", *(["--json"] if json_out else []))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = proc.stdout.strip().splitlines()
+    if json_out:
+        assert json.loads(line)["healthy"] is False
+    else:
+        assert line.startswith("unhealthy: the name server 127.0.0.1:1 does not answer")
+
+
+def test_health_names_the_broker_that_is_down(emulator):
+    proc = run("health", "-n", emulator.namesrv_addr)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == f"healthy: name server {emulator.namesrv_addr}, broker broker-a (id 0) at " \
+                                  f"127.0.0.1:{emulator.broker_port}"
+    proc = run("health", "-n", emulator.namesrv_addr, "--broker", "127.0.0.1:1", "--timeout", "1")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("unhealthy: broker at 127.0.0.1:1 does not answer")

@@ -4,7 +4,9 @@
   ports stands in for terminal 1, then every ```bash and ```python block runs in order, as terminal 2 would
   run it (the venv's bin on the PATH, `$NAMESRV_ADDR` pointing at the broker), and its output (stdout and
   stderr, as a terminal shows them) must match the ```text block that follows it, where `...` matches anything.
-* Every other ```python block runs in a fresh interpreter, as a user would run it.
+* Every other ```python block runs in a fresh interpreter, as a user would run it, except a block right after
+  `<!-- not-run-here: REASON -->` (something these machines lack, e.g. a Docker engine); the pytest plugin's
+  example file is run by integration_tests/test_pytest_plugin.py with pytester.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from integration_tests.conftest import free_broker_port, free_port
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 _FENCE = re.compile(r"```(\w+)\n(.*?)```", flags=re.S)
+_NOT_RUN = re.compile(r"<!-- not-run-here: ([^>]*[^>\s][^>]*) -->\n+```\w+\n(.*?)```", flags=re.S)
 
 _tour_start = README.index("<!-- tour:start")
 _tour_end = README.index("<!-- tour:end -->")
 TOUR = README[_tour_start:_tour_end]
 OUTSIDE = README[:_tour_start] + README[_tour_end:]
-BLOCKS = [code for lang, code in _FENCE.findall(OUTSIDE) if lang == "python"]
+NOT_RUN = {code for _reason, code in _NOT_RUN.findall(OUTSIDE)}
+BLOCKS = [code for lang, code in _FENCE.findall(OUTSIDE) if lang == "python" and code not in NOT_RUN]
 
 
 def tour_steps() -> list[tuple[str, str, str | None]]:

@@ -1,0 +1,300 @@
+"""pytest plugin: a RocketMQ broker for a test session, clients that clean up after themselves, and faults on
+demand. Installing `rocketmq-emulator` registers it (entry point `pytest11`); README "pytest plugin".
+
+Fixtures:
+
+* `rocketmq_broker` (session): the emulator in a subprocess on free loopback ports with a temporary store (a
+  crash is a real crash). `namesrv_addr`, `broker_addr`, `store_dir`, `admin()` (an `async with` Admin),
+  `create_topic()`, and the faults: `expire_now(topic)` (retention: every stored message expires),
+  `restart(clean=True)` (SIGTERM; `clean=False` is SIGKILL, then recovery), `drop_connections()`, `pause()` /
+  `resume()` (SIGSTOP / SIGCONT: connections stay open, nothing is answered).
+* `rocketmq_producer`, `rocketmq_consumer`: async factories of started clients, stopped after the test.
+* `rocketmq_topic`: a fresh topic (4 queues) per test.
+
+Options: `--rocketmq-namesrv ADDR` runs the same tests against a broker started elsewhere (a real RocketMQ or
+the container; the faults that need the process are skipped with the reason), `--rocketmq-keep-store` keeps
+the store of a session with failures (its path is printed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+
+import pytest
+
+from rocketmq_emulator.protocol import ResponseCode
+
+from .admin import Admin
+from .errors import BrokerResponseError
+from .producer import Producer
+from .push_consumer import PushConsumer
+
+T = TypeVar("T")
+READY = "rocketmq-emulator ready:"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocketmq", "RocketMQ emulator")
+    group.addoption("--rocketmq-namesrv", default=None, metavar="HOST:PORT",
+                    help="use the broker behind this name server instead of starting an emulator")
+    group.addoption("--rocketmq-keep-store", action="store_true", default=False,
+                    help="keep the emulator's store when a test failed (its path is printed at the end)")
+
+
+def free_port(exclude: frozenset[int] | set[int] = frozenset()) -> int:
+    """A free TCP port on 127.0.0.1 (not in `exclude`)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in exclude:
+            return port
+
+
+def free_broker_port() -> int:
+    """A port P with P and P-2 (the broker's VIP port) free on 127.0.0.1."""
+    for _ in range(200):
+        port = free_port()
+        if port < 1026:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port - 2))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair for the broker")
+
+
+def _in_thread(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run an async client call on a private event loop in a worker thread: usable from sync and async tests."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(fn())).result()  # type: ignore[arg-type]
+
+
+class RocketMQBroker:
+    """The broker of the session (see the module docstring)."""
+
+    def __init__(self, namesrv_addr: str, broker_addr: str, store_dir: Path | None = None,
+                 process: subprocess.Popen[bytes] | None = None, command: list[str] | None = None,
+                 log_path: Path | None = None) -> None:
+        self.namesrv_addr = namesrv_addr
+        self.broker_addr = broker_addr
+        self.store_dir = store_dir
+        self.log_path = log_path
+        self._process = process
+        self._command = command or []
+        self._paused = False
+
+    @property
+    def external(self) -> bool:
+        return self._process is None
+
+    # -- clients ------------------------------------------------------------------------------------
+    def admin(self) -> Admin:
+        """`async with rocketmq_broker.admin() as admin: ...`"""
+        return Admin(self.namesrv_addr, instance_name=f"pytest-admin-{uuid.uuid4().hex[:12]}")
+
+    def create_topic(self, topic: str, queues: int = 4) -> str:
+        async def create() -> None:
+            async with self.admin() as admin:
+                await admin.create_topic(topic, queues, queues)
+        _in_thread(create)
+        return topic
+
+    # -- faults -------------------------------------------------------------------------------------
+    def expire_now(self, topic: str | None = None) -> dict[str, int]:
+        """Every message stored so far expires (seed 001): each queue's min offset moves to its max."""
+        async def expire() -> dict[str, int]:
+            async with self.admin() as admin:
+                return await admin.expire_now(topic)
+        return self._emulator_only(expire, "expire_now")
+
+    def drop_connections(self) -> int:
+        """Close every client connection of the broker; clients must reconnect. Returns how many were closed."""
+        async def drop() -> dict[str, int]:
+            async with self.admin() as admin:
+                return await admin.drop_connections()
+        return sum(self._emulator_only(drop, "drop_connections").values())
+
+    def _emulator_only(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+        try:
+            return _in_thread(fn)
+        except BrokerResponseError as exc:
+            if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                pytest.skip(f"{what}() needs rocketmq-emulator; the broker behind {self.namesrv_addr} is another")
+            raise
+
+    def _own_process(self, what: str) -> subprocess.Popen[bytes]:
+        if self._process is None:
+            pytest.skip(f"{what}() needs the broker this plugin starts; --rocketmq-namesrv points at another one")
+        return self._process
+
+    def pause(self) -> None:
+        """Stall the broker and its name server (SIGSTOP): connections stay open, nothing is answered."""
+        os.kill(self._own_process("pause").pid, signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        os.kill(self._own_process("resume").pid, signal.SIGCONT)
+        self._paused = False
+
+    def restart(self, clean: bool = True) -> None:
+        """Stop the broker (SIGTERM and wait; `clean=False`: SIGKILL, so the store recovers from a crash) and
+        start it again on the same ports and store. Messages acknowledged before are kept either way."""
+        proc = self._own_process("restart")
+        if self._paused:
+            self.resume()
+        if clean:
+            _terminate(proc)
+        else:
+            proc.kill()
+            proc.wait()
+        self._process = _spawn(self._command, self.log_path)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        proc = self._process
+        if proc is None or proc.poll() is not None:
+            return
+        if self._paused:
+            self.resume()
+        _terminate(proc)
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM and wait for the clean stop; SIGKILL if it takes over 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subprocess.Popen[bytes]:
+    """Start the emulator, its log appended to `log_path`; return once it printed its ready line."""
+    seen = log_path.read_text(errors="replace").count(READY) if log_path.exists() else 0
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log_path.read_text(errors="replace")
+        if text.count(READY) > seen:
+            return proc
+        if proc.poll() is not None:
+            raise RuntimeError(f"rocketmq-emulator exited with status {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.02)
+    proc.kill()
+    raise RuntimeError(f"rocketmq-emulator not ready after {timeout} s:\n{log_path.read_text()[-3000:]}")
+
+
+def _external(namesrv: str) -> RocketMQBroker:
+    async def first_master() -> str:
+        async with Admin(namesrv, instance_name=f"pytest-admin-{uuid.uuid4().hex[:12]}") as admin:
+            brokers = [b for b in await admin.cluster_list() if b.broker_id == 0]
+        if not brokers:
+            raise RuntimeError(f"the name server {namesrv} lists no master broker")
+        return brokers[0].addr
+    return RocketMQBroker(namesrv, _in_thread(first_master))
+
+
+@pytest.fixture(scope="session")
+def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
+    external = request.config.getoption("rocketmq_namesrv")
+    if external:
+        yield _external(external)
+        return
+    root = Path(tempfile.mkdtemp(prefix="rocketmq-emulator-pytest-"))
+    ns_port, broker_port = free_port(), free_broker_port()
+    command = [sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--host", "127.0.0.1",
+               "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
+               "--store-dir", str(root / "store")]
+    log_path = root / "emulator.log"
+    broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
+                            _spawn(command, log_path), command, log_path)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+        keep = request.config.getoption("rocketmq_keep_store") and request.session.testsfailed
+        if keep:
+            reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+            line = f"rocketmq-emulator: store kept at {root / 'store'} (log: {log_path})"
+            if reporter is not None:
+                reporter.write_line(line)
+            else:
+                print(line, file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _unique(prefix: str, hint: str = "") -> str:
+    hint = re.sub(r"[^a-zA-Z0-9_-]", "_", hint)[:60]
+    return f"{prefix}_{hint}_{uuid.uuid4().hex[:8]}" if hint else f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def rocketmq_topic(rocketmq_broker: RocketMQBroker, request: pytest.FixtureRequest) -> str:
+    """A topic of its own for this test, with 4 queues."""
+    return rocketmq_broker.create_topic(_unique("t", request.node.name))
+
+
+try:
+    import pytest_asyncio
+except ImportError:  # the async factories need pytest-asyncio: say so when one is used
+    @pytest.fixture
+    def rocketmq_producer() -> None:
+        pytest.fail("rocketmq_producer needs pytest-asyncio: pip install 'rocketmq-emulator[pytest]'")
+
+    @pytest.fixture
+    def rocketmq_consumer() -> None:
+        pytest.fail("rocketmq_consumer needs pytest-asyncio: pip install 'rocketmq-emulator[pytest]'")
+else:
+    @pytest_asyncio.fixture
+    async def rocketmq_producer(rocketmq_broker: RocketMQBroker) -> AsyncIterator[Callable[..., Awaitable[Producer]]]:
+        """`producer = await rocketmq_producer()`: a started Producer (keyword arguments as Producer's)."""
+        made: list[Producer] = []
+
+        async def make(group: str | None = None, **kwargs: Any) -> Producer:
+            producer = Producer(group or _unique("pytest_pg"), namesrv=rocketmq_broker.namesrv_addr, **kwargs)
+            await producer.start()
+            made.append(producer)
+            return producer
+        yield make
+        for producer in reversed(made):
+            await producer.stop()
+
+    @pytest_asyncio.fixture
+    async def rocketmq_consumer(rocketmq_broker: RocketMQBroker
+                                ) -> AsyncIterator[Callable[..., Awaitable[PushConsumer]]]:
+        """`consumer = await rocketmq_consumer(topic, on_message=fn)`: a started PushConsumer subscribed to
+        `topic` (`expression` filters tags; other keyword arguments as PushConsumer's). Without `on_message`,
+        consume by iteration (`await consumer.getone(5)`, `consumer.ack(msg)`)."""
+        made: list[PushConsumer] = []
+
+        async def make(topic: str, group: str | None = None, *, expression: str = "*",
+                       on_message: Callable[[Any], Any] | None = None, **kwargs: Any) -> PushConsumer:
+            consumer = PushConsumer(group or _unique("pytest_cg"), namesrv=rocketmq_broker.namesrv_addr, **kwargs)
+            consumer.subscribe(topic, expression)
+            if on_message is not None:
+                consumer.on_message(on_message)
+            await consumer.start()
+            made.append(consumer)
+            return consumer
+        yield make
+        for consumer in reversed(made):
+            await consumer.stop()
