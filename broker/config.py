@@ -50,7 +50,11 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     channel_expired_timeout_s: float = 120.0
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
-    flush_consumer_offset_interval_ms: int = 5000
+    #: consumerOffset.json (the batched tier) is written this often when offsets changed (seed 003: 100 ms)
+    flush_consumer_offset_interval_ms: int = 100
+    #: "write-behind": UPDATE_CONSUMER_OFFSET is answered at once, the offset is durable within the event-loop
+    #: iteration; "write-through": answered only once it is in the durable tier (README "Offset durability")
+    offset_durability: str = "write-behind"
     # consumer offsets (README "Consumer offsets")
     #: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset: "legacy" (4.9.x: 0 while the
     #: queue's first message is still stored) or "strict" (always QUERY_NOT_FOUND: the client's setting decides)
@@ -80,6 +84,7 @@ class BrokerConfig:
 
 
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+OFFSET_DURABILITY = ("write-behind", "write-through")
 
 
 def primary_address() -> str:
@@ -196,6 +201,7 @@ CONF_KEYS: dict[str, str] = {
     "traceOn": "trace_on",
     "vipChannelEnabled": "vip_channel_enabled",
     "newGroupOffset": "new_group_offset",
+    "offsetDurability": "offset_durability",
     "useServerSideResetOffset": "use_server_side_reset_offset",
     "enableBroadcastOffsetStore": "enable_broadcast_offset_store",
     "broadcastOffsetExpireSecond": "broadcast_offset_expire_s",
@@ -254,5 +260,7 @@ def apply_broker_conf(config: BrokerConfig, path: str | Path) -> BrokerConfig:
             raise ValueError(f"invalid value {value!r} for {key}") from None
         if attr == "new_group_offset" and config.new_group_offset not in ("legacy", "strict"):
             raise ValueError(f"invalid value {value!r} for {key}: use legacy or strict")
+        if attr == "offset_durability" and config.offset_durability not in OFFSET_DURABILITY:
+            raise ValueError(f"invalid value {value!r} for {key}: use write-behind or write-through")
     return config
 

@@ -1,5 +1,15 @@
-"""Consumer offsets kept by the broker: `topic@group` -> queue id -> offset, persisted to
-`config/consumerOffset.json` in RocketMQ's format every few seconds and at stop.
+"""Consumer offsets kept by the broker: `topic@group` -> queue id -> offset, in two tiers (seed 003):
+
+* the durable tier, `config/consumerOffset.db` (`offset_journal.py`): every commit, reset and removal, in commit
+  order (each gets the next sequence number), written within the event-loop iteration that made it;
+* the batched tier, `config/consumerOffset.json` in RocketMQ's format, written whole by the broker every
+  `flushConsumerOffsetInterval` (100 ms) when something changed, and at stop. Its `dataVersion.counter` is
+  the sequence number of the last commit it holds.
+
+At start (`load`), the two are compared queue by queue and the newer one *by commit order* wins: a journal
+entry with a sequence number above the file's counter was committed after the file was written (the broker
+was killed before writing it again). A larger value never wins by being larger: a reset moves an offset back
+and must survive a crash too. A file copied from a real broker (no journal yet) is simply loaded.
 
 Three tables, as RocketMQ 5.x's `ConsumerOffsetManager`:
 
@@ -19,9 +29,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper, DataVersion
 
 from .config_file import load_config_file, write_config_file
+from .offset_journal import JournalWriter, OffsetJournal
 
 log = logging.getLogger("rocketmq_emulator.offsets")
 TOPIC_GROUP_SEPARATOR = "@"
@@ -30,36 +41,96 @@ BROADCAST_SUFFIX = "@broadcast"
 
 
 class ConsumerOffsetManager:
-    def __init__(self, config_dir: Path) -> None:
+    """`journal=False` keeps the batched tier only (unit tests of the offset rules)."""
+
+    def __init__(self, config_dir: Path, *, journal: bool = True, fsync: bool = False) -> None:
         self.path = config_dir / "consumerOffset.json"
         self.offset_table: dict[str, dict[int, int]] = {}
         self.reset_offset_table: dict[str, dict[int, int]] = {}
         self.pull_offset_table: dict[str, dict[int, int]] = {}
         self._fenced: dict[tuple[str, int], int] = {}  # (key, queue id) -> the reset offset applied
         self._dirty = False
+        self.seq = 0  #: sequence number of the last commit, reset or removal
+        self.journal = OffsetJournal(config_dir / "consumerOffset.db", fsync=fsync) if journal else None
+        self.writer: JournalWriter | None = None
+        self.compensated = 0  #: queues whose offset came from the journal at the last load
 
     @staticmethod
     def key(topic: str, group: str) -> str:
         return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
 
+    # -- the two tiers ------------------------------------------------------------------------------
     def load(self) -> None:
         wrapper = load_config_file(self.path, ConsumerOffsetSerializeWrapper.decode)
+        table: dict[str, dict[int, int]] = {}
+        file_seq = 0
         if wrapper is not None:
-            self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items()}
+            table = {k: dict(v) for k, v in wrapper.offset_table.items()}
+            file_seq = wrapper.data_version.counter if wrapper.data_version is not None else 0
+        self.seq = file_seq
+        self.compensated = 0
+        if self.journal is not None:
+            self.journal.open()
+            for key, queue, offset, seq in self.journal.read_all():
+                self.seq = max(self.seq, seq)
+                if seq <= file_seq:
+                    continue  # the file already holds this commit or a later one
+                self.compensated += 1
+                if offset is None:
+                    queues = table.get(key)
+                    if queues is not None:
+                        queues.pop(queue, None)
+                        if not queues:
+                            del table[key]
+                else:
+                    table.setdefault(key, {})[queue] = offset
+            self.writer = JournalWriter(self.journal)
+        if self.compensated:
+            log.warning("recovered %d consumer offset(s) from %s committed after %s was last written (the broker "
+                        "did not stop cleanly)", self.compensated, self.journal.path.name, self.path.name)
+            self._dirty = True
+        self.offset_table = table
+
+    def _record(self, key: str, queue_id: int, offset: int | None) -> None:
+        self.seq += 1
+        self._dirty = True
+        if self.writer is not None:
+            self.writer.record((key, queue_id, offset, self.seq))
 
     def encode(self) -> bytes:
-        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).encode(pretty=True)
+        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table,
+                                              data_version=DataVersion(counter=self.seq)).encode(pretty=True)
 
     def persist(self) -> None:
+        """Write consumerOffset.json now (blocking; the clean stop's final write)."""
         write_config_file(self.path, self.encode())
         self._dirty = False
 
-    def take_dirty(self) -> bytes | None:
-        """The file content if anything changed since the last call (for a write off the event loop)."""
+    def take_dirty(self) -> tuple[bytes, int] | None:
+        """The file content and the sequence number it holds, if anything changed since the last call (for a
+        write off the event loop)."""
         if not self._dirty:
             return None
         self._dirty = False
-        return self.encode()
+        return self.encode(), self.seq
+
+    def written(self, seq: int) -> None:
+        """consumerOffset.json holding everything up to `seq` is on disk: removal markers up to it can go, and
+        the journal's WAL is checkpointed (both on the journal's worker thread)."""
+        if self.writer is not None and self.writer.failed is None:
+            self.writer.after_write(seq)
+
+    async def drain(self) -> None:
+        if self.writer is not None:
+            await self.writer.drain()
+
+    def close(self) -> None:
+        """After the final persist(): checkpoint and close the journal."""
+        if self.writer is not None:
+            self.writer.shutdown()
+            self.writer = None
+        if self.journal is not None:
+            self.journal.close()
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 when the group has none for this queue."""
@@ -87,7 +158,7 @@ class ConsumerOffsetManager:
         if previous is not None and offset < previous:
             log.debug("%s: offset of %s queue %d moves back from %d to %d", client, key, queue_id, previous, offset)
         queues[queue_id] = offset
-        self._dirty = True
+        self._record(key, queue_id, offset)
         return True
 
     # -- server-side reset --------------------------------------------------------------------------
@@ -97,7 +168,7 @@ class ConsumerOffsetManager:
         self.reset_offset_table.setdefault(key, {})[queue_id] = offset
         self.offset_table.setdefault(key, {})[queue_id] = offset
         self.pull_offset_table.setdefault(key, {})[queue_id] = offset
-        self._dirty = True
+        self._record(key, queue_id, offset)
 
     def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
         return queue_id in self.reset_offset_table.get(f"{topic}@{group}", ())
@@ -143,6 +214,9 @@ class ConsumerOffsetManager:
         self._remove(lambda k: k.startswith(f"{topic}@"))
 
     def _remove(self, match) -> None:
+        for key in [k for k in self.offset_table if match(k)]:
+            for queue_id in self.offset_table[key]:
+                self._record(key, queue_id, None)
         for table in (self.offset_table, self.reset_offset_table, self.pull_offset_table):
             for key in [k for k in table if match(k)]:
                 del table[key]

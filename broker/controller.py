@@ -74,7 +74,8 @@ class BrokerController:
             default_topic_queue_nums=config.default_topic_queue_nums)
         self.subscription_group_manager = SubscriptionGroupManager(
             config_dir, auto_create=config.auto_create_subscription_group)
-        self.consumer_offset_manager = ConsumerOffsetManager(config_dir)
+        self.consumer_offset_manager = ConsumerOffsetManager(
+            config_dir, fsync=config.flush_disk_type.upper() == "SYNC_FLUSH")
         self.consumer_manager = ConsumerManager(config.channel_expired_timeout_s)
         self.producer_manager = ProducerManager(config.channel_expired_timeout_s)
         self.lock_manager = RebalanceLockManager()
@@ -170,11 +171,14 @@ class BrokerController:
         await self.timers.stop()
         await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
-        self.consumer_offset_manager.persist()
         self.store.stop()
         await self.server.stop()
         if self.vip_server is not None:
             await self.vip_server.stop()
+        offsets = self.consumer_offset_manager  # no connection is left to commit: flush both tiers
+        await offsets.drain()
+        offsets.persist()
+        offsets.close()
         if self.routes is not None:
             self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
                                           self.config.broker_addr, 0)
@@ -216,13 +220,18 @@ class BrokerController:
         await asyncio.shield(fut)
 
     async def _persist_offsets(self) -> None:
-        """consumerOffset.json and delayOffset.json every 5 s: encoded here (a consistent snapshot), written and
-        fsynced in a worker thread so the event loop never waits on the disk."""
+        """consumerOffset.json and delayOffset.json every `flushConsumerOffsetInterval` (100 ms) when changed:
+        encoded here (a consistent snapshot), written and fsynced in a worker thread so the event loop never
+        waits on the disk."""
+        offsets = self.consumer_offset_manager
+        dirty = offsets.take_dirty()
         jobs = [(path, data) for path, data in (
-            (self.consumer_offset_manager.path, self.consumer_offset_manager.take_dirty()),
+            (offsets.path, dirty[0] if dirty is not None else None),
             (self.schedule_service.path, self.schedule_service.take_changed())) if data is not None]
         if jobs:
             await self._in_worker(write_config_files, jobs)
+        if dirty is not None:
+            offsets.written(dirty[1])
 
     def _scan_channels(self) -> None:
         for conn in self.consumer_manager.scan_not_active_channels() + self.producer_manager.scan_not_active_channels():

@@ -202,6 +202,18 @@ def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subproc
     raise RuntimeError(f"rocketmq-emulator not ready after {timeout} s:\n{log_path.read_text()[-3000:]}")
 
 
+def launch_emulator(root: Path, *serve_args: str) -> RocketMQBroker:
+    """`rocketmq-emulator serve` in a subprocess on free loopback ports, its store in `root/store` and its log
+    in `root/emulator.log` (also for scripts: the offset crash benchmark uses it)."""
+    ns_port, broker_port = free_port(), free_broker_port()
+    command = [sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--host", "127.0.0.1",
+               "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
+               "--store-dir", str(root / "store"), *serve_args]
+    log_path = root / "emulator.log"
+    return RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
+                          _spawn(command, log_path), command, log_path)
+
+
 def _external(namesrv: str) -> RocketMQBroker:
     async def first_master() -> str:
         async with Admin(namesrv, instance_name=f"pytest-admin-{uuid.uuid4().hex[:12]}") as admin:
@@ -219,13 +231,8 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
         yield _external(external)
         return
     root = Path(tempfile.mkdtemp(prefix="rocketmq-emulator-pytest-"))
-    ns_port, broker_port = free_port(), free_broker_port()
-    command = [sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--host", "127.0.0.1",
-               "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-               "--store-dir", str(root / "store")]
     log_path = root / "emulator.log"
-    broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
-                            _spawn(command, log_path), command, log_path)
+    broker = launch_emulator(root)
     try:
         yield broker
     finally:

@@ -29,6 +29,7 @@ BAD_VALUES = [
     ["serve", "--topic", "orders:0"],
     ["serve", "--topic", "bad topic"],
     ["serve", "--group", "g/1"],
+    ["serve", "--offset-durability", "sometimes"],
     ["health", "--timeout", "0"],
     ["produce", "-t", "T", "-c", "-5"],
     ["produce", "-t", "T", "-c", "ten"],
