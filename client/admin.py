@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumeStats, GetConsumerStatusBody, OffsetWrapper,
+from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, GetConsumerStatusBody, OffsetWrapper,
                                                      ResetOffsetBody, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
@@ -346,6 +346,48 @@ class Admin(InstanceUser):
                                                     operation="expire files now")
             out[addr] = ExpireFilesNowResponseHeader.from_ext(response.ext_fields).deleted_files
         return out
+
+    # -- offsets between brokers (consumerOffset.json's format) ---------------------------------------
+    async def _the_broker(self, broker_addr: str | None) -> str:
+        if broker_addr:
+            return broker_addr
+        addrs = await self._master_addrs()
+        if len(addrs) > 1:
+            raise InvalidArgumentError(f"several brokers ({', '.join(addrs)}): name one with -b; a consumerOffset.json "
+                                       f"holds the offsets of one broker")
+        return addrs[0]
+
+    async def export_offsets(self, group: str, topic: str | None = None,
+                             broker_addr: str | None = None) -> ConsumerOffsetSerializeWrapper:
+        """The group's committed offsets on one broker, as that broker's consumerOffset.json would hold them
+        (GET_ALL_CONSUMER_OFFSET, filtered to `topic@group` keys)."""
+        addr = await self._the_broker(broker_addr)
+        response = await self.instance.api.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET,
+                                                operation="read every consumer offset")
+        table = ConsumerOffsetSerializeWrapper.decode(response.body).offset_table
+        suffix = f"@{validate_name('consumer group', group)}"
+        return ConsumerOffsetSerializeWrapper(offset_table={
+            k: dict(sorted(v.items())) for k, v in sorted(table.items())
+            if k.endswith(suffix) and (topic is None or k == f"{topic}{suffix}")})
+
+    async def import_offsets(self, offsets: ConsumerOffsetSerializeWrapper, group: str | None = None,
+                             broker_addr: str | None = None) -> int:
+        """Write the offsets of a consumerOffset.json (all its groups, or only `group`) to one broker with
+        acknowledged UPDATE_CONSUMER_OFFSETs, as mqadmin's cloneGroupOffset does: stop the group's consumers
+        first, or their next commit overwrites the imported offsets. Returns the number of queues written."""
+        addr = await self._the_broker(broker_addr)
+        written = 0
+        for key, queues in sorted(offsets.offset_table.items()):
+            topic, sep, key_group = key.partition("@")
+            if not sep or not topic or "@" in key_group:
+                continue  # not a topic@group key (5.x keeps broadcasting groups as topic@group@broadcast)
+            if group is not None and key_group != group:
+                continue
+            for queue_id, offset in sorted(queues.items()):
+                await self.instance.api.update_consumer_offset(addr, key_group, MessageQueue(topic, "", queue_id),
+                                                               offset)
+                written += 1
+        return written
 
     async def drop_connections(self) -> dict[str, int]:
         """A network fault on demand (the emulator's DROP_CONNECTIONS): every broker closes all its client

@@ -8,8 +8,10 @@ import datetime as _dt
 import re
 from typing import Any, Awaitable, Callable
 
+from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.cli_util import boolean, int_range
+from rocketmq_emulator.protocol.errors import ProtocolError
 
 from .admin import Admin
 from .errors import InvalidArgumentError
@@ -205,6 +207,33 @@ async def get_consumer_status(admin: Admin, a: argparse.Namespace) -> tuple[Any,
     return data, table(["#clientId", "#brokerName", "#queueId", "#offset"], rows)
 
 
+async def export_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    wrapper = await admin.export_offsets(a.group, a.topic, a.broker)
+    content = wrapper.encode(pretty=True).decode()
+    queues = sum(len(v) for v in wrapper.offset_table.values())
+    data = {"group": a.group, "queues": queues, "offsetTable": {k: {str(q): o for q, o in v.items()}
+                                                               for k, v in wrapper.offset_table.items()}}
+    if a.file:
+        with open(a.file, "w", encoding="utf-8") as f:
+            f.write(content)
+        return {**data, "file": a.file}, f"{queues} queue offset(s) of group {a.group} written to {a.file}"
+    return data, content
+
+
+async def import_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    try:
+        with open(a.file, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot read {a.file}: {exc.strerror or exc}") from None
+    try:
+        wrapper = ConsumerOffsetSerializeWrapper.decode(raw)
+    except ProtocolError as exc:
+        raise InvalidArgumentError(f"{a.file} is not a consumerOffset.json: {exc}") from None
+    written = await admin.import_offsets(wrapper, a.group, a.broker)
+    return {"file": a.file, "queues": written}, f"{written} queue offset(s) imported from {a.file}"
+
+
 async def expire_now(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     deleted = await admin.expire_now(a.topic)
     data: dict[str, Any] = {"brokers": [{"addr": addr, "deletedFiles": n} for addr, n in deleted.items()]}
@@ -295,6 +324,16 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("-g", "--group", dest="group", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-i", "--originClientId", dest="client_id", help="only this client")
+    p = cmd("exportOffsets", export_offsets, "a group's offsets on one broker, in consumerOffset.json's format")
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", help="only this topic")
+    p.add_argument("-b", "--brokerAddr", dest="broker", help="the broker (needed when there are several)")
+    p.add_argument("-f", "--file", help="write to this file (default: standard output)")
+    p = cmd("importOffsets", import_offsets, "write the offsets of a consumerOffset.json to a broker "
+            "(stop the group's consumers first)")
+    p.add_argument("-f", "--file", required=True, help="a consumerOffset.json (a real broker's, or exportOffsets')")
+    p.add_argument("-g", "--group", dest="group", help="only this group (default: every group in the file)")
+    p.add_argument("-b", "--brokerAddr", dest="broker", help="the broker (needed when there are several)")
     p = cmd("expireNow", expire_now, "retention on demand: every message stored so far expires (emulator only)")
     p.add_argument("-t", "--topic", help="only the brokers of this topic, and show its queues' min/max")
     p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 import logging
 import os
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketmq_emulator.client.offsets")
 
+#: the C++ client's broadcasting offsets file, beside Java's offsets.json
+CPP_OFFSETS_FILE = "offsets.Json"
 OFFSETS_DIR_NAME = ".rocketmq_offsets"
 
 
@@ -126,8 +130,39 @@ class RemoteBrokerOffsetStore(OffsetStore):
             await self.update_consume_offset_to_broker(mq, offset, oneway=True)
 
 
+_CPP_ENTRY = re.compile(rb"(\d+) (?=\{)")
+
+
+def read_cpp_offsets(path: Path) -> dict[MessageQueue, int]:
+    """The C++ client's broadcasting offsets file (`offsets.Json` in the same directory as Java's
+    `offsets.json`): a boost text archive of a map from the MessageQueue as JSON text to the offset, e.g.
+    `22 serialization::archive 12 0 0 4 0 0 0 71 {"brokerName" : "broker-a", ...} 0 71 {...} 1`: each key is
+    its length, a space and that many bytes of JSON; its offset is the number after it. ValueError when the file
+    is not such an archive."""
+    data = path.read_bytes()
+    if b"serialization::archive" not in data[:64]:
+        raise ValueError(f"{path} is not a boost serialization archive")
+    out: dict[MessageQueue, int] = {}
+    pos = 0
+    while (m := _CPP_ENTRY.search(data, pos)) is not None:
+        start = m.end()
+        end = start + int(m.group(1))
+        try:
+            key = json.loads(data[start:end])
+            mq = MessageQueue(str(key["topic"]), str(key["brokerName"]), int(key["queueId"]))
+            value = data[end:].split(None, 1)[0]
+            out[mq] = int(value)
+        except (ValueError, KeyError, TypeError, IndexError):
+            pos = start
+            continue
+        pos = end
+    return out
+
+
 class LocalFileOffsetStore(OffsetStore):
-    """Broadcasting: offsets.json next to its .bak, written through a temporary file and an atomic rename."""
+    """Broadcasting: offsets.json next to its .bak, written through a temporary file and an atomic rename. With
+    neither, the C++ client's offsets.Json of the same client id and group is read (a broadcasting consumer
+    moved from the C++ client keeps its position); this store then writes offsets.json."""
 
     def __init__(self, store_dir: str | os.PathLike[str] | None, client_id: str, group: str) -> None:
         super().__init__(group)
@@ -150,6 +185,12 @@ class LocalFileOffsetStore(OffsetStore):
                 return dict(OffsetSerializeWrapper.decode(text).offset_table)
             except ProtocolError as exc:
                 log.warning("%s is not a valid offsets file (%s); trying its backup", path, exc)
+        cpp = self.path.with_name(CPP_OFFSETS_FILE)
+        if cpp.exists():
+            try:
+                return read_cpp_offsets(cpp)
+            except (OSError, ValueError) as exc:
+                log.warning("%s (the C++ client's offsets) cannot be read: %s", cpp, exc)
         return {}
 
     async def _read_from_store(self, mq: MessageQueue) -> int:

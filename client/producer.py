@@ -130,13 +130,14 @@ class Producer(InstanceUser):
     # -- sending ------------------------------------------------------------------------------------
     async def send(self, topic: str, body: bytes | str, *, tags: str | None = None,
                    keys: str | Iterable[str] | None = None, properties: Mapping[str, str] | None = None,
-                   delay_level: int = 0, sharding_key: Any = None, queue: MessageQueue | None = None,
+                   delay_level: int = 0, sharding_key: Any = None, queue: MessageQueue | int | None = None,
                    timeout: float | None = None) -> SendResult:
-        """Send one message and wait for the broker's answer."""
+        """Send one message and wait for the broker's answer. `queue`: a MessageQueue, or a queue id (the first
+        broker's queue with that id); default: round robin (or by `sharding_key`)."""
         msg = Message(topic, body, tags=tags, keys=keys, properties=properties, delay_level=delay_level)
         return await self.send_message(msg, sharding_key=sharding_key, queue=queue, timeout=timeout)
 
-    async def send_message(self, msg: Message, *, sharding_key: Any = None, queue: MessageQueue | None = None,
+    async def send_message(self, msg: Message, *, sharding_key: Any = None, queue: MessageQueue | int | None = None,
                            timeout: float | None = None) -> SendResult:
         validate_topic(msg.topic)
         uniq = new_unique_id()
@@ -148,7 +149,7 @@ class Producer(InstanceUser):
                                 sharding_key=sharding_key, queue=queue, timeout=timeout)
 
     async def send_batch(self, topic: str, messages: Iterable[Message | bytes | str], *,
-                         sharding_key: Any = None, queue: MessageQueue | None = None,
+                         sharding_key: Any = None, queue: MessageQueue | int | None = None,
                          timeout: float | None = None) -> SendResult:
         """Send several messages of one topic in one request (SEND_BATCH_MESSAGE); they land in one queue with
         consecutive offsets. Items may be `Message`s (same topic, no delay) or plain bodies."""
@@ -178,7 +179,7 @@ class Producer(InstanceUser):
 
     async def send_oneway(self, topic: str, body: bytes | str, *, tags: str | None = None,
                           keys: str | Iterable[str] | None = None, properties: Mapping[str, str] | None = None,
-                          delay_level: int = 0, sharding_key: Any = None, queue: MessageQueue | None = None) -> None:
+                          delay_level: int = 0, sharding_key: Any = None, queue: MessageQueue | int | None = None) -> None:
         """Send without waiting for (or getting) an answer: fastest, no result, no retry, no delivery guarantee."""
         msg = Message(topic, body, tags=tags, keys=keys, properties=properties, delay_level=delay_level)
         validate_topic(topic)
@@ -204,9 +205,17 @@ class Producer(InstanceUser):
         return body, 0
 
     def _choose(self, info: TopicPublishInfo, avoid_broker: str | None, sharding_key: Any,
-                queue: MessageQueue | None) -> MessageQueue:
-        if queue is not None:
+                queue: MessageQueue | int | None) -> MessageQueue:
+        if isinstance(queue, MessageQueue):
             return queue
+        if queue is not None:  # a queue id: that queue of the first broker that has it
+            if isinstance(queue, bool) or not isinstance(queue, int):
+                raise InvalidArgumentError(f"queue={queue!r}: give a MessageQueue or a queue id (int)")
+            for mq in info.queues:
+                if mq.queue_id == queue:
+                    return mq
+            raise InvalidArgumentError(f"topic {info.topic!r} has no writable queue {queue} (queue ids: "
+                                       f"{sorted({mq.queue_id for mq in info.queues})})")
         queues = info.queues
         if sharding_key is not None:
             return select_queue_by_hash(queues, sharding_key)

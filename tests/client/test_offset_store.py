@@ -3,10 +3,14 @@ file's place, format, backup and atomic write, and the remote store's answers (-
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from rocketmq_emulator.client.errors import BrokerResponseError, BrokerUnreachableError
-from rocketmq_emulator.client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from rocketmq_emulator.client.offset_store import (LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore,
+                                                   read_cpp_offsets)
 from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
@@ -117,3 +121,32 @@ async def test_missing_or_empty_file_falls_back_to_backup(tmp_path, content):
     if content is not None:
         store.path.write_bytes(content)
     assert store.read_file() == {Q1: 2}
+
+
+# offsets.Json as the stock C++ client (rocketmq==0.4.4) wrote it for a broadcasting consumer of topic BcT
+CPP_FILE = Path(__file__).resolve().parents[1] / "golden" / "cpp_broadcast_offsets.Json"
+
+
+def test_the_cpp_clients_broadcasting_file_reads():
+    assert read_cpp_offsets(CPP_FILE) == {MessageQueue("BcT", "broker-a", 0): 0, MessageQueue("BcT", "broker-a", 1): 1,
+                                          MessageQueue("BcT", "broker-a", 2): 1, MessageQueue("BcT", "broker-a", 3): 1}
+
+
+async def test_a_broadcasting_store_without_its_own_file_starts_from_the_cpp_clients(tmp_path):
+    store = LocalFileOffsetStore(tmp_path, "127.0.0.1@DEFAULT", "bcg")
+    store.path.parent.mkdir(parents=True)
+    shutil.copy(CPP_FILE, store.path.with_name("offsets.Json"))
+    await store.load()
+    assert store.offset_table[MessageQueue("BcT", "broker-a", 3)] == 1
+    store.update_offset(MessageQueue("BcT", "broker-a", 3), 5, False)
+    await store.persist_all(list(store.offset_table))
+    again = LocalFileOffsetStore(tmp_path, "127.0.0.1@DEFAULT", "bcg")
+    await again.load()  # its own offsets.json now wins
+    assert again.offset_table[MessageQueue("BcT", "broker-a", 3)] == 5
+
+
+def test_a_file_that_is_no_archive_is_refused(tmp_path):
+    bad = tmp_path / "offsets.Json"
+    bad.write_text('{"offsetTable":{}}')
+    with pytest.raises(ValueError):
+        read_cpp_offsets(bad)
