@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("admin", help="mqadmin-style administration (run `rocketmq-emulator admin -h`)")
     sub.add_parser("produce", help="send messages from the command line (`rocketmq-emulator produce -h`)")
     sub.add_parser("consume", help="print messages of a topic (`rocketmq-emulator consume -h`)")
+    sub.add_parser("seed", help="write generated messages (or a file's rows) to a topic with Spark "
+                                "(`rocketmq-emulator seed -h`; needs the spark extra)")
     sub.add_parser("health", help="is the name server up and does every broker answer? exit 0 or 1 "
                                   "(`rocketmq-emulator health -h`)")
     serve = sub.add_parser("serve", help="start the name server and broker",
@@ -146,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in CLIENT_COMMANDS:
         # The client's CLI lives in client/, which the broker package must not import: hand over the process.
         os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.client", *argv])
+    if argv and argv[0] == "seed":  # spark_tools/ likewise
+        os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.spark_tools", *argv])
     OneLineParser.argv = argv
     args = build_parser().parse_args(argv)
     if args.command == "serve":

@@ -205,6 +205,7 @@ def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subproc
 def launch_emulator(root: Path, *serve_args: str) -> RocketMQBroker:
     """`rocketmq-emulator serve` in a subprocess on free loopback ports, its store in `root/store` and its log
     in `root/emulator.log` (also for scripts: the offset crash benchmark uses it)."""
+    root.mkdir(parents=True, exist_ok=True)
     ns_port, broker_port = free_port(), free_broker_port()
     command = [sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--host", "127.0.0.1",
                "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),

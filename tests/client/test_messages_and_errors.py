@@ -87,3 +87,20 @@ def test_cli_timestamps_and_tables():
     with pytest.raises(argparse.ArgumentTypeError):
         parse_timestamp("2024-01-02 03:04:05")
     assert table(["#A", "#Bee"], [[1, "x"], [22, "yy"]]) == "#A  #Bee\n1   x\n22  yy"
+
+
+def test_batch_columns_encode_like_messages():
+    from rocketmq_emulator.client.message import encode_batch_columns
+    from rocketmq_emulator.protocol.message import decode_batch
+    body, ids, size = encode_batch_columns(["a", b"bb", "ccc"], tags=["T1", None, "T3"], keys=[None, "k2", "k3"],
+                                           properties=[{"color": "red"}, None, {}])
+    items = decode_batch(body)
+    assert [i.body for i in items] == [b"a", b"bb", b"ccc"] and size == 6 and len(set(ids)) == 3
+    expected = [Message("T", "a", tags="T1", properties={"color": "red"}), Message("T", "bb", keys="k2"),
+                Message("T", "ccc", tags="T3", keys="k3")]
+    for item, msg, uniq in zip(items, expected, ids):
+        assert item.properties == {**msg.properties, "UNIQ_KEY": uniq}
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        encode_batch_columns(["x"], properties=[{"TAGS": "no"}])
+    with pytest.raises(InvalidArgumentError, match="empty"):
+        encode_batch_columns([""])

@@ -1,0 +1,143 @@
+"""spark_tools with a real local Spark session (one per module) against the emulator in a subprocess: seeding
+generated rows and a Parquet file, reading back with the `rocketmq` data source (offset ranges included), a
+consumer of this project's client receiving seeded messages, and a broker killed mid-write failing the job."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra (pyspark) is part of the test extra")
+
+from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer  # noqa: E402
+from rocketmq_emulator.client.pytest_plugin import launch_emulator  # noqa: E402
+from rocketmq_emulator.spark_tools import SeedError, generate, read_topic, seed_topic, session  # noqa: E402
+from tests.client.helpers import wait_for  # noqa: E402
+
+pytestmark = pytest.mark.timeout(900)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = session("local[2]", "rocketmq-emulator tests")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = launch_emulator(tmp_path_factory.mktemp("spark-broker"))
+    yield b
+    b.stop()
+
+
+def test_seed_200k_generated_messages_and_read_them_back(spark, broker):
+    report = seed_topic(spark, "Seeded", namesrv=broker.namesrv_addr, messages=200_000, queues=8, keys=5000,
+                        tags="TagA:3,TagB:1", seed=11, time_span_s=3600)
+    assert report.messages == 200_000 and sum(report.queues.values()) == 200_000 and len(report.queues) == 8
+    df = read_topic(spark, "Seeded", namesrv=broker.namesrv_addr).cache()
+    assert df.count() == 200_000
+    got = df.selectExpr("cast(body as string) as body", "tags", "keys")
+    expected = generate(spark, 200_000, keys=5000, tags="TagA:3,TagB:1", seed=11).select("body", "tags", "keys")
+    assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0  # every body, tag, key
+    per_queue = {r["queueId"]: (r["lo"], r["hi"], r["n"], r["distinct"]) for r in df.groupBy("queueId").agg(
+        {"queueOffset": "min"}).withColumnRenamed("min(queueOffset)", "lo").join(
+        df.groupBy("queueId").agg({"queueOffset": "max"}).withColumnRenamed("max(queueOffset)", "hi"), "queueId").join(
+        df.groupBy("queueId").count().withColumnRenamed("count", "n"), "queueId").join(
+        df.groupBy("queueId").agg({"queueOffset": "approx_count_distinct"}).withColumnRenamed(
+            "approx_count_distinct(queueOffset)", "distinct"), "queueId").collect()}
+    assert sorted(per_queue) == list(range(8))
+    for q, (lo, hi, n, _) in per_queue.items():
+        assert lo == 0 and hi == n - 1, (q, lo, hi, n)  # contiguous from 0: n rows, offsets 0..n-1
+    assert df.select("queueId", "queueOffset").distinct().count() == 200_000
+    tags = {r["tags"]: r["count"] for r in df.groupBy("tags").count().collect()}
+    assert set(tags) == {"TagA", "TagB"} and 2.5 < tags["TagA"] / tags["TagB"] < 3.5
+    span = df.selectExpr("max(bornTimestamp) - min(bornTimestamp) as span").first()["span"]
+    assert 3000 < span.total_seconds() <= 3600
+    df.unpersist()
+
+
+def test_a_consumer_receives_seeded_messages(spark, broker):
+    seed_topic(spark, "ForConsumer", namesrv=broker.namesrv_addr, messages=3000, queues=4, seed=3)
+    expected = {r["body"] for r in generate(spark, 3000, seed=3).collect()}
+
+    async def consume() -> set[str]:
+        got: set[str] = set()
+        consumer = PushConsumer("spark_seeded_reader", namesrv=broker.namesrv_addr, consume_from=FIRST_OFFSET)
+        consumer.subscribe("ForConsumer")
+        consumer.on_message(lambda m: got.add(m.text))
+        async with consumer:
+            assert await wait_for(lambda: len(got) >= 3000, 60), len(got)
+        return got
+    assert asyncio.run(consume()) == expected
+
+
+def test_starting_and_ending_offsets_select_exactly_the_ranges(spark, broker):
+    rows = spark.range(400).selectExpr("concat('r', id) as body", "cast(id % 4 as int) as queueId")
+    seed_topic(spark, "Ranges", namesrv=broker.namesrv_addr, source=rows, queues=4)  # 100 per queue
+
+    def offsets(start: str, end: str) -> dict[int, list[int]]:
+        df = read_topic(spark, "Ranges", namesrv=broker.namesrv_addr, starting_offsets=start, ending_offsets=end)
+        out: dict[int, list[int]] = {}
+        for r in df.select("queueId", "queueOffset").collect():
+            out.setdefault(r["queueId"], []).append(r["queueOffset"])
+        return {q: sorted(v) for q, v in out.items()}
+    every = offsets("earliest", "latest")
+    assert {q: len(v) for q, v in every.items()} == {0: 100, 1: 100, 2: 100, 3: 100}
+    ranged = offsets(json.dumps({"Ranges": {"0": 10, "broker-a:1": 95, "2": -1}}),
+                     json.dumps({"Ranges": {"0": 20, "3": 5}}))
+    assert ranged == {0: list(range(10, 20)), 1: list(range(95, 100)), 3: list(range(0, 5))}  # queue 2: latest..latest
+    assert offsets("latest", "latest") == {}
+    with pytest.raises(Exception, match="startingOffsets"):
+        offsets("yesterday", "latest")
+
+
+def test_seed_from_a_parquet_file(spark, broker, tmp_path):
+    rows = [(f"order-{i}", "TagP" if i % 2 else "TagQ", f"k{i}", {"region": "eu" if i % 3 else "us"}, i % 2)
+            for i in range(500)]
+    path = str(tmp_path / "orders.parquet")
+    spark.createDataFrame(rows, "body string, tags string, keys string, properties map<string,string>, "
+                                "queueId int").write.parquet(path)
+    report = seed_topic(spark, "FromParquet", namesrv=broker.namesrv_addr, source=path, queues=2)
+    assert report.messages == 500
+    back = read_topic(spark, "FromParquet", namesrv=broker.namesrv_addr)
+    got = {(bytes(r["body"]).decode(), r["tags"], r["keys"], r["properties"]["region"], r["queueId"])
+           for r in back.collect()}
+    assert got == {(b, t, k, p["region"], q) for b, t, k, p, q in rows}
+
+
+def test_a_broker_killed_mid_write_fails_the_seed_command(tmp_path):
+    b = launch_emulator(tmp_path / "victim")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "seed", "-n", b.namesrv_addr,
+                             "-t", "Doomed", "--messages", "3000000", "--master", "local[2]"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until messages are arriving
+            if b.store_dir and any((b.store_dir / "consumequeue" / "Doomed").glob("*/*")):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the seed job never started writing")
+        time.sleep(1.0)
+        os.kill(b._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        b.stop()
+    assert proc.returncode == 1, (out, err)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: writing to topic 'Doomed' failed: sending a batch of"), err[-3000:]
+    assert "Traceback" not in last and "wrote" not in out
