@@ -204,7 +204,9 @@ class RemotingConnection(asyncio.Protocol):
         except Exception as exc:  # noqa: BLE001 - every failure becomes an answer
             self.reply(request, self.error_response(request, exc))
             return
-        if inspect.isawaitable(result):
+        if result.__class__ is RemotingCommand:  # the common case, before the slower awaitable check
+            self.reply(request, result)
+        elif inspect.isawaitable(result):
             self._in_flight += 1
             self._update_reading()
             task = asyncio.ensure_future(result)

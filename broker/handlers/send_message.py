@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..controller import BrokerController
 
 log = logging.getLogger("rocketmq_emulator.send")
+_PERM_WRITE = int(PermName.WRITE)  # a plain int: `int & IntFlag` runs IntFlag's Python-level __rand__ per send
 
 _STATUS_CODES = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -82,7 +83,7 @@ class SendMessageProcessor:
                               f"request queueId[{queue_id}] is illegal, {tc.topic_name} Producer: {conn.peer}")
         if queue_id < 0:
             queue_id = random.randrange(max(1, tc.write_queue_nums))
-        if not tc.perm & PermName.WRITE:
+        if not tc.perm & _PERM_WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         born = conn.attributes.get("born_host")
         if born is None:
