@@ -117,9 +117,9 @@ def test_a_thousand_idle_connections_under_a_1024_soft_limit(tmp_path):
         assert holder.stdout.readline().strip() == "1000"
         # a new client is served: route lookup (name server), then a send and a consume (broker)
         assert cli("admin", "updateTopic", "-n", server.ns, "-t", "Busy", "-r", "1", "-w", "1").returncode == 0
+        before = _checkpoint_physic_timestamp(server.store)  # before the send: its flush may come at once
         sent = cli("produce", "-n", server.ns, "-t", "Busy", "-m", "still here")
         assert sent.returncode == 0, sent.stderr
-        before = _checkpoint_physic_timestamp(server.store)
         got = cli("consume", "-n", server.ns, "-t", "Busy", "-g", "busy", "--from-beginning", "--max-messages", "1")
         assert got.returncode == 0 and "still here" in got.stdout
         # the periodic flush goes on: the checkpoint vouches for the new message's store time

@@ -19,7 +19,8 @@ def produce(emu: EmulatorThread, home: Path, count: int, *, topic: str = TOPIC, 
                          "--count", str(count), "--tags", "Tag{i}", "--keys", "key{i} k", "--body-prefix", prefix],
                         timeout=120, home=home).events
     sent = [e for e in result if e["event"] == "sent"]
-    assert len(sent) == count and all(e["status"] == "OK" for e in sent), result[-3:]
+    assert len(sent) == count and all(e["status"] == "OK" for e in sent), \
+        [e for e in result if e["event"] != "sent"] or result[-3:]
     return sent
 
 
