@@ -6,6 +6,9 @@ The broker runs in its own process (`python -m rocketmq_emulator.broker serve --
 generator: pipelined requests built with `protocol/`, a fixed window in flight per connection. The raw ceiling
 is a minimal uvloop server (in its own process too) that only splits frames by their length word and acks
 each one; the same generator drives it, and every broker figure is printed with its ratio to the ceiling.
+
+Where the time goes (the profile to take before changing the send path):
+`.venv/bin/python -m benchmarks.profile_send [--batch]` (in-process, cProfile, no network).
 """
 
 from __future__ import annotations
