@@ -1,0 +1,97 @@
+"""Start-up with a big store, and memory: fill a broker (in its own process) with N × 100 B messages through
+the client's batch producer (500 per batch, 4 in flight), read its anonymous and file-backed RSS, kill -9 it
+right after the last acknowledged send, time the restart (launch to the ready line: recovery of the unflushed
+tail), then stop it cleanly and time a clean restart. Also times plain launches with an empty store.
+
+    .venv/bin/python -m benchmarks.restart_bench [--messages 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rocketmq_emulator.client import Admin, Producer
+from rocketmq_emulator.client.pytest_plugin import RocketMQBroker, _spawn, launch_emulator
+
+
+def rss(pid: int) -> str:
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon", "RssFile")):
+                name, value = line.split(":", 1)
+                fields[name] = int(value.split()[0]) // 1024
+    return f"anonymous {fields.get('RssAnon', 0)} MB, file-backed {fields.get('RssFile', 0)} MB"
+
+
+def restart(broker: RocketMQBroker) -> float:
+    t0 = time.perf_counter()
+    broker._process = _spawn(broker._command, broker.log_path)  # type: ignore[arg-type]
+    return time.perf_counter() - t0
+
+
+async def fill(namesrv: str, messages: int) -> float:
+    async with Admin(namesrv) as admin:
+        await admin.create_topic("RestartBench", 8, 8)
+    bodies = [f"{i}:".encode().ljust(100, b"x") for i in range(500)]
+    window = asyncio.Semaphore(4)
+    async with Producer("restart_bench", namesrv=namesrv) as producer:
+        async def one() -> None:
+            try:
+                await producer.send_batch_columns("RestartBench", bodies)
+            finally:
+                window.release()
+        t0 = time.perf_counter()
+        tasks = []
+        for i in range(messages // 500):
+            await window.acquire()
+            tasks.append(asyncio.ensure_future(one()))
+            if i % 2000 == 0:
+                print(f"\r  filling: {i * 500:,}/{messages:,}", end="", file=sys.stderr, flush=True)
+        await asyncio.gather(*tasks)
+        print("\r", end="", file=sys.stderr)
+        return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--messages", type=int, default=10_000_000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        empty = [restart_empty(Path(tmp) / f"empty{i}") for i in range(5)]
+        print(f"launch to ready, empty store: {' '.join(f'{t * 1000:.0f}' for t in empty)} ms", flush=True)
+        broker = launch_emulator(Path(tmp) / "big")
+        try:
+            idle = rss(broker._process.pid)  # type: ignore[union-attr]
+            seconds = asyncio.run(fill(broker.namesrv_addr, args.messages))
+            print(f"filled {args.messages:,} × 100 B in {seconds:.1f} s ({args.messages / seconds:,.0f} msg/s); RSS idle "
+                  f"{idle}; after the fill {rss(broker._process.pid)}", flush=True)  # type: ignore[union-attr]
+            os.kill(broker._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            broker._process.wait()  # type: ignore[union-attr]
+            crashed = restart(broker)
+            line = [x for x in broker.log_path.read_text().splitlines() if "recovered after" in x][-1]  # type: ignore[union-attr]
+            print(f"launch to ready after kill -9: {crashed * 1000:.0f} ms ({line.split(': ', 2)[-1]})", flush=True)
+            broker._process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+            broker._process.wait()  # type: ignore[union-attr]
+            print(f"launch to ready after a clean stop: {restart(broker) * 1000:.0f} ms", flush=True)
+        finally:
+            broker.stop()
+
+
+def restart_empty(root: Path) -> float:
+    t0 = time.perf_counter()
+    broker = launch_emulator(root)
+    elapsed = time.perf_counter() - t0
+    broker.stop()
+    return elapsed
+
+
+if __name__ == "__main__":
+    main()
