@@ -15,6 +15,7 @@ import pytest
 from integration_tests.cppclient import run_driver, start_driver
 from integration_tests.test_cpp_client import held_pulls, produce, wait_until
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, Producer, PushConsumer
+from rocketmq_emulator.protocol import RemotingCommand
 from tests.client.helpers import wait_for
 
 TOPIC = "OffsetTopic"
@@ -108,8 +109,8 @@ def test_s1_strict_new_group_offset_and_set_zero_if_not_found(emulator_factory, 
 # ----------------------------------------------------------------------------------------------------------
 # S2: illegal offsets
 # ----------------------------------------------------------------------------------------------------------
-def _pull(topic: str, queue_id: int, offset: int, group: str = "ill") -> "RemotingCommand":
-    from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+def _pull(topic: str, queue_id: int, offset: int, group: str = "ill") -> RemotingCommand:
+    from rocketmq_emulator.protocol import RequestCode
     from rocketmq_emulator.protocol.headers import PullMessageRequestHeader
     h = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset,
                                  max_msg_nums=32, sys_flag=0x4, subscription="*")  # no suspension: answered now
@@ -414,8 +415,8 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
     """A raw consumer registered by heartbeat never answers RESET_CONSUMER_CLIENT_OFFSET; its pulls (with the
     stale commit offset they carry) and a stale UPDATE_CONSUMER_OFFSET must not undo the reset."""
     from integration_tests.rawclient import RawClient
-    from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode as R
-    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, MessageQueue, SubscriptionData
+    from rocketmq_emulator.protocol import RequestCode, ResponseCode as R
+    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
     from rocketmq_emulator.protocol.headers import UpdateConsumerOffsetRequestHeader
     from rocketmq_emulator.protocol.message import decode_messages
     create_topic(emulator, "Raw", 1)
@@ -659,10 +660,16 @@ async def test_get_consumer_status_relays_each_clients_offsets(emulator):
             assert await wait_for(lambda: len(set(got)) == 6 and
                                   sum(q.topic == "Status" for c in members for q in c.assignment()) == 2, 20), \
                 (got, [c.assignment() for c in members])
-            status = await admin.get_consumer_status("status", "Status")
-            assert sorted(status) == sorted(c.client_id for c in members)
-            owned = {mq.queue_id: off for table in status.values() for mq, off in table.items()}
-            assert sum(owned.values()) == 6 and set(owned) == {0, 1}
+            # a queue that moved is re-read by its new owner (at least once): its in-memory offset reaches the
+            # end only once it has caught up, so wait for that rather than read the status once
+            seen: dict = {}
+
+            async def caught_up() -> bool:
+                seen["status"] = status = await admin.get_consumer_status("status", "Status")
+                owned = {mq.queue_id: off for table in status.values() for mq, off in table.items()}
+                return sum(owned.values()) == 6 and set(owned) == {0, 1}
+            assert await wait_for(caught_up, 20), seen
+            assert sorted(seen["status"]) == sorted(c.client_id for c in members)
             only_a = await admin.get_consumer_status("status", "Status", members[0].client_id)
             assert list(only_a) == [members[0].client_id]
         finally:
