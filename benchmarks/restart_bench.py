@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from rocketmq_emulator.client import Admin, Producer
-from rocketmq_emulator.client.pytest_plugin import RocketMQBroker, _spawn, launch_emulator
+from rocketmq_emulator.client.pytest_plugin import launch_emulator
 
 
 def rss(pid: int) -> str:
@@ -29,12 +27,6 @@ def rss(pid: int) -> str:
                 name, value = line.split(":", 1)
                 fields[name] = int(value.split()[0]) // 1024
     return f"anonymous {fields.get('RssAnon', 0)} MB, file-backed {fields.get('RssFile', 0)} MB"
-
-
-def restart(broker: RocketMQBroker) -> float:
-    t0 = time.perf_counter()
-    broker._process = _spawn(broker._command, broker.log_path)  # type: ignore[arg-type]
-    return time.perf_counter() - t0
 
 
 async def fill(namesrv: str, messages: int) -> float:
@@ -69,18 +61,16 @@ def main() -> None:
         print(f"launch to ready, empty store: {' '.join(f'{t * 1000:.0f}' for t in empty)} ms", flush=True)
         broker = launch_emulator(Path(tmp) / "big")
         try:
-            idle = rss(broker._process.pid)  # type: ignore[union-attr]
+            idle = rss(broker.pid)
             seconds = asyncio.run(fill(broker.namesrv_addr, args.messages))
             print(f"filled {args.messages:,} × 100 B in {seconds:.1f} s ({args.messages / seconds:,.0f} msg/s); RSS idle "
-                  f"{idle}; after the fill {rss(broker._process.pid)}", flush=True)  # type: ignore[union-attr]
-            os.kill(broker._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
-            broker._process.wait()  # type: ignore[union-attr]
-            crashed = restart(broker)
+                  f"{idle}; after the fill {rss(broker.pid)}", flush=True)
+            broker.kill()
+            crashed = broker.start()
             line = [x for x in broker.log_path.read_text().splitlines() if "recovered after" in x][-1]  # type: ignore[union-attr]
             print(f"launch to ready after kill -9: {crashed * 1000:.0f} ms ({line.split(': ', 2)[-1]})", flush=True)
-            broker._process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-            broker._process.wait()  # type: ignore[union-attr]
-            print(f"launch to ready after a clean stop: {restart(broker) * 1000:.0f} ms", flush=True)
+            broker.stop()
+            print(f"launch to ready after a clean stop: {broker.start() * 1000:.0f} ms", flush=True)
         finally:
             broker.stop()
 

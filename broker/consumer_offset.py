@@ -124,6 +124,12 @@ class ConsumerOffsetManager:
         if self.writer is not None:
             await self.writer.drain()
 
+    async def stop(self) -> None:
+        """The clean stop: the journal's pending writes, a final consumerOffset.json, the journal closed."""
+        await self.drain()
+        self.persist()
+        self.close()
+
     def close(self) -> None:
         """After the final persist(): checkpoint and close the journal."""
         if self.writer is not None:

@@ -175,10 +175,7 @@ class BrokerController:
         await self.server.stop()
         if self.vip_server is not None:
             await self.vip_server.stop()
-        offsets = self.consumer_offset_manager  # no connection is left to commit: flush both tiers
-        await offsets.drain()
-        offsets.persist()
-        offsets.close()
+        await self.consumer_offset_manager.stop()  # no connection is left to commit: flush both tiers
         if self.routes is not None:
             self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
                                           self.config.broker_addr, 0)

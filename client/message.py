@@ -16,7 +16,8 @@ from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC,
-                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, MessageExt, pack_host)
+                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, BatchItem, MessageExt,
+                                                encode_batch, pack_host)
 
 from .errors import InvalidArgumentError
 
@@ -185,10 +186,6 @@ _ids = _UniqueIdGenerator()
 new_unique_id = _ids.next
 new_unique_ids = _ids.many
 
-_ITEM_HEAD = struct.Struct(">iiiii")  # a batch item: total size, magic, body CRC, flag, body length
-_USHORT = struct.Struct(">H")
-
-
 def encode_batch_columns(bodies: list[Any], tags: list[Any] | None = None, keys: list[Any] | None = None,
                          properties: list[Any] | None = None) -> tuple[bytes, list[str], int]:
     """The SEND_BATCH_MESSAGE body for rows given as columns (the Spark writer's path): one item per body with
@@ -196,10 +193,7 @@ def encode_batch_columns(bodies: list[Any], tags: list[Any] | None = None, keys:
     `Message` per row. Returns (body, unique ids, total body bytes)."""
     n = len(bodies)
     ids = new_unique_ids(n)
-    parts: list[bytes] = []
-    add = parts.append
-    head = _ITEM_HEAD.pack
-    ushort = _USHORT.pack
+    items: list[BatchItem] = []
     total = 0
     for i in range(n):
         body = bodies[i]
@@ -220,14 +214,12 @@ def encode_batch_columns(bodies: list[Any], tags: list[Any] | None = None, keys:
             props += f"TAGS\x01{tags[i]}\x02"
         if keys is not None and keys[i]:
             props += f"KEYS\x01{keys[i]}\x02"
-        raw = f"{props}WAIT\x01true\x02UNIQ_KEY\x01{ids[i]}".encode()
-        blen = len(body)
-        total += blen
-        add(head(22 + blen + len(raw), 0, 0, 0, blen))
-        add(body)
-        add(ushort(len(raw)))
-        add(raw)
-    return b"".join(parts), ids, total
+        total += len(body)
+        items.append(BatchItem(body, properties_raw=f"{props}WAIT\x01true\x02UNIQ_KEY\x01{ids[i]}".encode()))
+    try:
+        return encode_batch(items), ids, total
+    except ProtocolError as exc:  # a properties string over 32767 bytes
+        raise InvalidArgumentError(str(exc)) from None
 
 
 def set_unique_id_ip(ip: str) -> None:

@@ -153,18 +153,36 @@ class RocketMQBroker:
         os.kill(self._own_process("resume").pid, signal.SIGCONT)
         self._paused = False
 
+    @property
+    def pid(self) -> int:
+        return self._own_process("pid").pid
+
+    def kill(self) -> None:
+        """kill -9: the broker dies at once, nothing flushed; `start()` brings it back through crash recovery."""
+        proc = self._own_process("kill")
+        proc.kill()
+        proc.wait()
+        self._paused = False
+
+    def start(self) -> float:
+        """Start the stopped (or killed) broker again on the same ports and store; returns the seconds until it
+        was ready."""
+        proc = self._own_process("start")
+        if proc.poll() is None:
+            raise RuntimeError("the broker is running: stop() or kill() it first")
+        t0 = time.monotonic()
+        self._process = _spawn(self._command, self.log_path)  # type: ignore[arg-type]
+        return time.monotonic() - t0
+
     def restart(self, clean: bool = True) -> None:
         """Stop the broker (SIGTERM and wait; `clean=False`: SIGKILL, so the store recovers from a crash) and
         start it again on the same ports and store. Messages acknowledged before are kept either way."""
-        proc = self._own_process("restart")
-        if self._paused:
-            self.resume()
+        self._own_process("restart")
         if clean:
-            _terminate(proc)
+            self.stop()
         else:
-            proc.kill()
-            proc.wait()
-        self._process = _spawn(self._command, self.log_path)  # type: ignore[arg-type]
+            self.kill()
+        self.start()
 
     def stop(self) -> None:
         proc = self._process

@@ -15,9 +15,7 @@ commits are in flight; restart on the same store; read every queue's offset back
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +80,7 @@ async def crash_run(root: Path, mode: str, *, committers: int = 4, queues: int =
             tasks = [asyncio.ensure_future(commit_loop(mqs[i::committers])) for i in range(committers)]
             await asyncio.sleep(rng.uniform(*before_kill))
             killed_at = time.monotonic()
-            os.kill(broker._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            await asyncio.to_thread(broker.kill)
             await asyncio.wait(tasks, timeout=10)
             stop.set()
             for t in tasks:
@@ -90,7 +88,7 @@ async def crash_run(root: Path, mode: str, *, committers: int = 4, queues: int =
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             await instance.release()
-        await asyncio.to_thread(broker.restart, False)  # already dead: this starts it again (recovery)
+        await asyncio.to_thread(broker.start)  # crash recovery
         async with Admin(broker.namesrv_addr) as admin:
             api, addr = admin.instance.api, broker.broker_addr
             for mq in mqs:

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra (pyspark) is pa
 
 from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer  # noqa: E402
 from rocketmq_emulator.client.pytest_plugin import launch_emulator  # noqa: E402
-from rocketmq_emulator.spark_tools import SeedError, generate, read_topic, seed_topic, session  # noqa: E402
+from rocketmq_emulator.spark_tools import generate, read_topic, seed_topic, session  # noqa: E402
 from tests.client.helpers import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
@@ -131,7 +129,7 @@ def test_a_broker_killed_mid_write_fails_the_seed_command(tmp_path):
         else:
             pytest.fail("the seed job never started writing")
         time.sleep(1.0)
-        os.kill(b._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        b.kill()
         out, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:

@@ -70,8 +70,7 @@ async def test_an_upstream_file_loads_and_the_written_file_reads_back(tmp_path):
     again = ConsumerOffsetSerializeWrapper.decode(text)
     assert again.offset_table["TopicTest@cg1"] == {0: 250, 1: 250, 2: 260, 3: 251}
     assert again.data_version is not None and again.data_version.counter == m.seq == 1
-    await m.drain()
-    m.close()
+    await m.stop()
 
 
 async def test_a_crash_keeps_commits_made_after_the_last_file_write(tmp_path):
@@ -84,8 +83,7 @@ async def test_a_crash_keeps_commits_made_after_the_last_file_write(tmp_path):
     m2 = started(tmp_path)
     assert (m2.query_offset("g", "T", 0), m2.query_offset("g", "T", 1)) == (25, 3)
     assert m2.compensated == 2 and m2.seq == 3
-    await m2.drain()
-    m2.close()
+    await m2.stop()
 
 
 async def test_a_reset_after_the_last_file_write_survives_a_crash(tmp_path):
@@ -96,8 +94,7 @@ async def test_a_reset_after_the_last_file_write_survives_a_crash(tmp_path):
     await crash(m)
     m2 = started(tmp_path)
     assert m2.query_offset("g", "T", 0) == 20  # the larger stale value in the file must not undo the reset
-    await m2.drain()
-    m2.close()
+    await m2.stop()
 
 
 async def test_the_file_wins_where_it_is_newer_than_the_journal(tmp_path):
@@ -111,8 +108,7 @@ async def test_the_file_wins_where_it_is_newer_than_the_journal(tmp_path):
     m.journal._db.close()  # type: ignore[union-attr]
     m2 = started(tmp_path)
     assert m2.query_offset("g", "T", 0) == 8 and m2.compensated == 0
-    await m2.drain()
-    m2.close()
+    await m2.stop()
 
 
 async def test_a_removed_group_stays_removed_after_a_crash(tmp_path):
@@ -127,25 +123,20 @@ async def test_a_removed_group_stays_removed_after_a_crash(tmp_path):
     m2.commit_offset("c", "g", "T", 0, 1)  # committed again later: back
     await write_file(m2)
     await asyncio.sleep(0)
-    await m2.drain()
-    m2.close()
+    await m2.stop()
     m3 = started(tmp_path)
     assert m3.query_offset("g", "T", 0) == 1
-    await m3.drain()
-    m3.close()
+    await m3.stop()
 
 
 async def test_a_clean_stop_needs_no_compensation(tmp_path):
     m = started(tmp_path)
     for i in range(100):
         m.commit_offset("c", "g", "T", i % 4, i)
-    await m.drain()
-    m.persist()
-    m.close()
+    await m.stop()
     m2 = started(tmp_path)
     assert m2.compensated == 0 and m2.query_offsets_of_group("g", "T") == {0: 96, 1: 97, 2: 98, 3: 99}
-    await m2.drain()
-    m2.close()
+    await m2.stop()
 
 
 async def test_a_full_disk_fails_the_journal_write_and_recovers(tiny_fs):
@@ -173,10 +164,7 @@ async def test_a_full_disk_fails_the_journal_write_and_recovers(tiny_fs):
     m.commit_offset("c", "g", "T", 0, 99)
     await m.writer.flushed()  # type: ignore[union-attr]  # space is back: written again
     assert m.writer.failed is None  # type: ignore[union-attr]
-    await m.drain()
-    m.persist()
-    m.close()
+    await m.stop()
     m2 = started(tiny_fs / "config")
     assert m2.query_offset("g", "T", 0) == 99 and m2.query_offset("g5", "T" * 100, 5) == 5
-    await m2.drain()
-    m2.close()
+    await m2.stop()
