@@ -3,6 +3,10 @@
 point; no network, so the figures are the Python cost alone).
 
     .venv/bin/python -m benchmarks.profile_send [--batch] [--rounds 1500] [--top 25]
+
+`--top 0` times without profiling; a sampling profile by line (no cProfile distortion) of the same work:
+`.venv/bin/py-spy record -r 2000 -f raw -o /tmp/send.txt -- .venv/bin/python -m benchmarks.profile_send
+--rounds 8000 --top 0` (py-spy from PyPI).
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ async def main(batch: bool, rounds: int, top: int) -> None:
         elapsed = time.perf_counter() - t0
         n = rounds * per_read
         print(f"{n / elapsed:,.0f} messages/s in-process, {elapsed / n * 1e6:.2f} µs per message", flush=True)
+        if top <= 0:
+            return
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(rounds):

@@ -5,7 +5,11 @@ module of `protocol/` that imports asyncio: the codec modules stay sans-IO.
 * `DispatchTable`: request code -> handler, for whichever side receives requests. A handler gets
   `(request, connection)` and returns a response, None (nothing to send now, e.g. a held pull) or an
   awaitable of either; it may raise `BrokerError` (its code and remark are the answer) or `ProtocolError` (a
-  bad header: SYSTEM_ERROR naming the field). An unknown code gets REQUEST_CODE_NOT_SUPPORTED.
+  bad header: SYSTEM_ERROR naming the field). An unknown code gets REQUEST_CODE_NOT_SUPPORTED. A code may
+  also have a run handler (`register_run`): consecutive requests of one read that share it are handed over
+  together, `(requests, connection)` -> one answer per request, in order: a response, an exception (answered
+  as a handler's would be), None, or the bytes of a complete response frame (already carrying the opaque,
+  JSON); the broker's sends use it to store a read's messages with one write.
 * `RemotingConnection`: one TCP connection (a "channel"), either role. Feeds the sans-IO `FrameDecoder`;
   matches responses to requests by opaque; stamps each answer with its request's opaque, the response flag
   and the request's serialization; never answers a request marked oneway; writes every answer produced while
@@ -38,10 +42,22 @@ log = logging.getLogger("rocketmq_emulator.remoting")
 
 Handler = Callable[[RemotingCommand, "RemotingConnection"],
                    "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+RunHandler = Callable[[list[RemotingCommand], "RemotingConnection"],
+                      "list[RemotingCommand | BaseException | bytes | None]"]
 
 #: the broker's backpressure: a connection stops being read with this many requests in flight, resumes below
 MAX_IN_FLIGHT = 1024
 RESUME_IN_FLIGHT = 512
+
+
+class TraceHook(Protocol):
+    """The wire trace's hook (the broker's `broker/trace.py`): told of every command read and written."""
+
+    def inbound(self, conn: RemotingConnection, cmd: RemotingCommand) -> None: ...
+
+    def outbound(self, conn: RemotingConnection, cmd: RemotingCommand) -> None: ...
+
+    def outbound_frame(self, conn: RemotingConnection, frame: bytes) -> None: ...
 
 
 class ErrorFactory(Protocol):
@@ -66,10 +82,17 @@ class DispatchTable:
     def __init__(self, name: str) -> None:
         self.name = name
         self._handlers: dict[int, Handler] = {}
+        self.runs: dict[int, RunHandler] = {}  # codes whose consecutive requests in one read go together
 
     def register(self, codes: int | Iterable[int], handler: Handler) -> None:
         for code in ([codes] if isinstance(codes, int) else codes):
             self._handlers[int(code)] = handler
+
+    def register_run(self, codes: int | Iterable[int], handler: RunHandler) -> None:
+        """Hand consecutive requests of these codes in one read to `handler` together (see the module
+        docstring); each code keeps its single-request handler too (`get`)."""
+        for code in ([codes] if isinstance(codes, int) else codes):
+            self.runs[int(code)] = handler
 
     def get(self, code: int) -> Handler | None:
         return self._handlers.get(code)
@@ -77,6 +100,7 @@ class DispatchTable:
     def without(self, *codes: int, name: str) -> DispatchTable:
         table = DispatchTable(name)
         table._handlers = {c: h for c, h in self._handlers.items() if c not in codes}
+        table.runs = {c: h for c, h in self.runs.items() if c not in codes}
         return table
 
     def codes(self) -> set[int]:
@@ -114,6 +138,7 @@ class RemotingConnection(asyncio.Protocol):
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._out: list[bytes] | None = None  # answers produced while handling one read, written at once
+        self.tracer: TraceHook | None = None  # the wire trace (`broker/trace.py`), when on
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -144,19 +169,41 @@ class RemotingConnection(asyncio.Protocol):
         decoder.feed(data)
         self._out = out = []
         pending = self.pending
+        runs = self.table.runs if self.table is not None else None
+        run: list[RemotingCommand] = []
+        run_handler: RunHandler | None = None
+        tracer = self.tracer
         try:
             for cmd in decoder:
+                if tracer is not None:
+                    tracer.inbound(self, cmd)
                 if cmd.flag & 1:
                     fut = pending.pop(cmd.opaque, None)
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
-                else:
-                    self._request_received(cmd)
+                    continue
+                if runs:
+                    handler = runs.get(cmd.code)
+                    if handler is not None:
+                        if handler is not run_handler and run:
+                            self._run_received(run_handler, run)  # type: ignore[arg-type]
+                            run = []
+                        run_handler = handler
+                        run.append(cmd)
+                        continue
+                    if run:
+                        self._run_received(run_handler, run)  # type: ignore[arg-type]
+                        run = []
+                self._request_received(cmd)
         except ProtocolError as exc:
             log.warning("%s %s: malformed frame, closing the connection: %s", self.name, self.addr, exc)
+            if run:
+                self._run_received(run_handler, run)  # type: ignore[arg-type]
             self._flush_out(out)
             self.close()
             return
+        if run:
+            self._run_received(run_handler, run)  # type: ignore[arg-type]
         self._flush_out(out)
 
     def _flush_out(self, out: list[bytes]) -> None:
@@ -214,6 +261,20 @@ class RemotingConnection(asyncio.Protocol):
             task.add_done_callback(lambda t, r=request: self._task_done(t, r))
         elif result is not None:
             self.reply(request, result)
+
+    def _run_received(self, handler: RunHandler, requests: list[RemotingCommand]) -> None:
+        try:
+            answers = handler(requests, self)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an answer
+            answers = [exc] * len(requests)
+        for request, answer in zip(requests, answers):
+            if answer.__class__ is bytes:
+                if not request.flag & 2:
+                    self.send_frame(answer)  # type: ignore[arg-type]
+            elif isinstance(answer, BaseException):
+                self.reply(request, self.error_response(request, answer))
+            elif answer is not None:
+                self.reply(request, answer)  # type: ignore[arg-type]
 
     def _task_done(self, task: asyncio.Task[Any], request: RemotingCommand) -> None:
         self._tasks.discard(task)
@@ -282,6 +343,22 @@ class RemotingConnection(asyncio.Protocol):
             out.extend(segments)
         else:
             transport.writelines(segments)
+        if self.tracer is not None:
+            self.tracer.outbound(self, cmd)
+        return True
+
+    def send_frame(self, frame: bytes) -> bool:
+        """Write one already encoded frame (a pre-encoded answer); False if the connection is gone."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            return False
+        out = self._out
+        if out is not None:
+            out.append(frame)
+        else:
+            transport.write(frame)
+        if self.tracer is not None:
+            self.tracer.outbound_frame(self, frame)
         return True
 
     async def drain(self) -> None:
@@ -326,8 +403,9 @@ class RemotingServer:
     """Listens on one port with one dispatch table; tracks its connections (with the broker's backpressure)."""
 
     def __init__(self, name: str, table: DispatchTable, host: str, port: int,
-                 max_in_flight: int | None = MAX_IN_FLIGHT) -> None:
+                 max_in_flight: int | None = MAX_IN_FLIGHT, tracer: TraceHook | None = None) -> None:
         self.name = name
+        self.tracer = tracer
         self.table = table
         self.host = host
         self.port = port
@@ -337,8 +415,10 @@ class RemotingServer:
         self.on_connection_lost: list[Callable[[RemotingConnection], None]] = []
 
     def _protocol(self) -> RemotingConnection:
-        return RemotingConnection(self.table, name=self.name, max_in_flight=self.max_in_flight,
+        conn = RemotingConnection(self.table, name=self.name, max_in_flight=self.max_in_flight,
                                   on_made=self._connection_made, on_lost=self._connection_lost)
+        conn.tracer = self.tracer
+        return conn
 
     async def start(self, serving: bool = True) -> None:
         """Bind (the real port is known afterwards, also for port 0) and, unless told not to, accept."""

@@ -7,7 +7,9 @@ from .config import FlushDiskType, MessageStoreConfig
 from .mapped_file import StoreLoadError
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .message_store import MessageStore
-from .results import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
+from .results import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, PutRunResult,
+                      QueryMessageResult)
 
 __all__ = ["FlushDiskType", "GetMessageResult", "GetMessageStatus", "MessageExtBrokerInner", "MessageStore",
-           "MessageStoreConfig", "PutMessageResult", "PutMessageStatus", "QueryMessageResult", "StoreLoadError"]
+           "MessageStoreConfig", "PutMessageResult", "PutMessageStatus", "PutRunResult", "QueryMessageResult",
+           "StoreLoadError"]

@@ -3,7 +3,7 @@
 * Records are written in the exact §7.1 layout (v1 magic), so a PULL body is a slice of the log.
 * A record never spans segments: when ``size + 8`` does not fit, an 8-byte BLANK filler
   ``[remaining][BLANK_MAGIC_CODE]`` closes the segment and the record goes to the start of the next one.
-  A batch is written contiguously in one segment (all or nothing).
+  A batch, and a run of single sends read together, is written contiguously in one segment (all or nothing).
 * Crash safety: every record is written with TOTALSIZE = 0 and TOTALSIZE is stored last (for a batch, the
   first record's TOTALSIZE). A process killed mid-write leaves a record whose size is 0 or does not match its
   fields; recovery (``check_message_and_return_size``) validates magic, size against the fields, the
@@ -183,62 +183,75 @@ class CommitLog:
         return PUT_OK, phy, size
 
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner], first_queue_offset: int, store_ts: int):
-        """Append a batch (one topic and queue, born fields of the first message) contiguously in one segment.
+        """Append a batch (one topic and queue, consecutive queue offsets) contiguously in one segment.
+
+        Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
+        return self.put_run(msgs, range(first_queue_offset, first_queue_offset + len(msgs)), store_ts)
+
+    def put_run(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int], store_ts: int):
+        """Append records contiguously in one segment, all or nothing: a batch, or a run of single sends read
+        together (any topics and queues; `queue_offsets[i]` is message i's). All share the first message's born
+        host (one connection) and one store timestamp. The first record's TOTALSIZE is written last: until then
+        recovery sees none of them.
 
         Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
         first = msgs[0]
-        prefix = self._topic_prefix.get(first.topic) or self._prefix(first.topic)
-        if prefix is None:
-            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
         born = first.born_host
-        fixed, sys_flag = self._fixed_for(born, first.sys_flag)
-        head = fixed.size + len(prefix) + 2
+        fixed, _ = self._fixed_for(born, 0)
+        v6_bits = self._host_bits | (_BORN_V6 if len(born) == 16 else 0)
         max_body = self.max_message_size
+        cache = self._topic_prefix
+        prefixes = []  # kept here: `_prefix` may clear the cache while this loop fills it
         sizes = []
         total = 0
+        fixed_size = fixed.size + 2
         for m in msgs:
+            prefix = cache.get(m.topic) or self._prefix(m.topic)
+            if prefix is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+            prefixes.append(prefix)
             pl = len(m.properties_raw)
             if pl > 32767:
                 return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
             bl = len(m.body)
             if bl > max_body:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-            size = head + bl + pl
+            size = fixed_size + len(prefix) + bl + pl
             sizes.append(size)
             total += size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-        try:
-            mf = self._roll(total)
-        except OSError:
-            return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            try:
+                mf = self._roll(total)
+            except OSError:
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
         start = mf.wrote_position
         if start + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
                 not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None  # disk full: nothing written
         phy = mf.file_from_offset + start
-        queue_id, born_ts, born_port = first.queue_id, first.born_timestamp, first.born_port
         store_host, store_port = self.store_host, self.store_port
         pack = fixed.pack
         offsets = []
         parts: list[bytes] = []
         extend = parts.extend
-        qo = first_queue_offset
         later = False  # the first record's TOTALSIZE stays 0 in the copy; it is written last
-        for m, size in zip(msgs, sizes):
+        for m, size, qo, prefix in zip(msgs, sizes, queue_offsets, prefixes):
             body = m.body
             props = m.properties_raw
             offsets.append(phy)
-            extend((pack(size if later else 0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qo,
-                         phy, sys_flag, born_ts, born, born_port, store_ts, store_host, store_port,
-                         m.reconsume_times, m.prepared_transaction_offset, len(body)),
+            extend((pack(size if later else 0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
+                         phy, (m.sys_flag & ~_V6_BITS) | v6_bits, m.born_timestamp, born, m.born_port, store_ts,
+                         store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, len(body)),
                     body, prefix, _U16[len(props)], props))
             later = True
             phy += size
-            qo += 1
         mm = mf.mm
         mm[start:start + total] = b"".join(parts)
-        _INT.pack_into(mm, start, sizes[0])  # the whole batch becomes valid here
+        _INT.pack_into(mm, start, sizes[0])  # the whole run becomes valid here
         mf.wrote_position = start + total
         self.last_store_timestamp = store_ts
         if self.sync_flush and not self._flush_sync():

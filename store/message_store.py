@@ -49,7 +49,7 @@ from .index_file import IndexService
 from .mapped_file import StoreLoadError, fsync_dir
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .message_lookup import MessageLookup, valid_queue_name
-from .results import PutMessageResult, PutMessageStatus, host_prefix
+from .results import PutMessageResult, PutMessageStatus, PutRunResult, host_prefix
 
 _PREPARED = 0x4
 _ROLLBACK = 0xC
@@ -373,9 +373,7 @@ class MessageStore(MessageLookup):
             queue_offset = cq.max_offset_in_queue
             if not cq.reserve(len(msgs)):  # disk full: refuse before writing rather than fail the dispatch
                 return PutMessageResult(_NOT_AVAILABLE)
-            ts = self.clock()
-            if ts < self._last_ts:
-                ts = self._last_ts
+            ts = self._store_time()
             status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offset, ts)
             if offsets is None:
                 return PutMessageResult(status)
@@ -383,17 +381,68 @@ class MessageStore(MessageLookup):
             if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offset):
                 self._dispatch_failed(offsets[0])
             if self._index_enabled:
-                pending = self.index.pending
-                for m, phy in zip(msgs, offsets):
-                    keys = m.keys if m.keys is not None else m.index_keys()
-                    if keys:
-                        pending.append((topic, keys, phy, ts))
-                if len(pending) >= _INDEX_DRAIN_AT:
-                    self.index.drain()
+                self._index_run(msgs, offsets, ts)
             total = sum(sizes)
             self.put_count += len(msgs)
             self.put_bytes += total
         return PutMessageResult(status, offsets[0], total, ts, queue_offset, len(msgs), offsets, self._host_prefix)
+
+    def put_message_run(self, msgs: Sequence[MessageExtBrokerInner]) -> PutRunResult:
+        """Single messages read together (any topics and queues, no transactional ones), appended as one write:
+        the same records, queue offsets and dispatch as `put_message` one after the other, with one store
+        timestamp. All or nothing: on a failure nothing is written (the caller may put them one by one to learn
+        each message's own status)."""
+        if not self._accepting:
+            refused = self._refused()
+            if refused is not None:
+                return PutRunResult(refused.status)
+        with self._lock:
+            cqs = self._cqs
+            next_offsets: dict[tuple[str, int], int] = {}
+            queue_offsets = []
+            for m in msgs:
+                if m.sys_flag & 0xC:
+                    return PutRunResult(PutMessageStatus.MESSAGE_ILLEGAL)
+                key = (m.topic, m.queue_id)
+                qo = next_offsets.get(key)
+                if qo is None:
+                    cq = cqs.get(key) or self.find_or_create_consume_queue(m.topic, m.queue_id)
+                    if cq is None:
+                        return PutRunResult(PutMessageStatus.MESSAGE_ILLEGAL)
+                    qo = cq.max_offset_in_queue
+                queue_offsets.append(qo)
+                next_offsets[key] = qo + 1
+            for key, end in next_offsets.items():
+                cq = cqs[key]
+                if not cq.reserve(end - cq.max_offset_in_queue):
+                    return PutRunResult(_NOT_AVAILABLE)
+            ts = self._store_time()
+            status, offsets, sizes = self.commitlog.put_run(msgs, queue_offsets, ts)
+            if offsets is None:
+                return PutRunResult(status)
+            self._last_ts = ts
+            for m, phy, size, qo in zip(msgs, offsets, sizes, queue_offsets):
+                if not cqs[(m.topic, m.queue_id)].put(phy, size, m.tags_code, qo):
+                    self._dispatch_failed(phy)
+            if self._index_enabled:
+                self._index_run(msgs, offsets, ts)
+            self.put_count += len(msgs)
+            self.put_bytes += sum(sizes)
+        return PutRunResult(status, offsets, queue_offsets, ts, self._host_prefix)
+
+    def _store_time(self) -> int:
+        """Now, but never before the last record's store time (the wall clock may step back)."""
+        ts = self.clock()
+        return ts if ts >= self._last_ts else self._last_ts
+
+    def _index_run(self, msgs: Sequence[MessageExtBrokerInner], offsets: list[int], ts: int) -> None:
+        pending = self.index.pending
+        for m, phy in zip(msgs, offsets):
+            keys = m.keys if m.keys is not None else m.index_keys()
+            if keys:
+                pending.append((m.topic, keys, phy, ts))
+        if len(pending) >= _INDEX_DRAIN_AT:
+            self.index.drain()
 
     # ------------------------------------------------------------------------------------------------
     # flush, retention

@@ -3,6 +3,7 @@
 * ``PutMessageStatus`` / ``PutMessageResult``: one object per put (single or batch). RocketMQ nests an
   ``AppendMessageResult`` inside; here its fields are flattened into ``PutMessageResult`` (``append_message_result``
   returns the object itself) so a put allocates one object. Offset msgIds are built lazily.
+* ``PutRunResult``: a run of single messages stored together (one status, every message's offsets).
 * ``GetMessageStatus`` / ``GetMessageResult``: records are ``bytes`` copies of the stored records, byte-identical
   to the commitlog; ``body()`` concatenates them into a PULL body.
 * ``QueryMessageResult``: QUERY_MESSAGE by key.
@@ -75,8 +76,8 @@ class PutMessageResult:
     def msg_ids(self) -> list[str]:
         """Offset message ids (§7.7) of every record written."""
         offsets = self.phy_offsets if self.phy_offsets is not None else [self.wrote_offset]
-        host = self._host
-        return [(host + offset.to_bytes(8, "big", signed=True)).hex().upper() for offset in offsets]
+        host_hex = self._host.hex().upper()
+        return [offset_msg_id(host_hex, offset) for offset in offsets]
 
     @property
     def msg_id(self) -> str:
@@ -84,12 +85,34 @@ class PutMessageResult:
         if self.wrote_offset < 0:
             return ""
         if self.phy_offsets is None:  # a single message
-            return (self._host + self.wrote_offset.to_bytes(8, "big", signed=True)).hex().upper()
+            return offset_msg_id(self._host.hex().upper(), self.wrote_offset)
         return ",".join(self.msg_ids)
 
     def __repr__(self) -> str:
         return (f"<PutMessageResult {self.status.name} phy={self.wrote_offset} queueOffset={self.logics_offset} "
                 f"n={self.msg_num} bytes={self.wrote_bytes} ts={self.store_timestamp}>")
+
+
+class PutRunResult:
+    """Outcome of ``put_message_run``: one status for the run; on success every message's commitlog offset and
+    queue offset, and the run's store timestamp. ``msg_id(i)`` is message i's offset msgId (§7.7)."""
+
+    __slots__ = ("status", "phy_offsets", "queue_offsets", "store_timestamp", "_host_hex")
+
+    def __init__(self, status: PutMessageStatus, phy_offsets: list[int] | None = None,
+                 queue_offsets: list[int] | None = None, store_timestamp: int = 0, host: bytes = b"") -> None:
+        self.status = status
+        self.phy_offsets = phy_offsets
+        self.queue_offsets = queue_offsets
+        self.store_timestamp = store_timestamp
+        self._host_hex = host.hex().upper()
+
+    def msg_id(self, i: int) -> str:
+        return offset_msg_id(self._host_hex, self.phy_offsets[i])  # type: ignore[index]
+
+    def __repr__(self) -> str:
+        n = len(self.phy_offsets) if self.phy_offsets is not None else 0
+        return f"<PutRunResult {self.status.name} n={n} ts={self.store_timestamp}>"
 
 
 class GetMessageResult:
@@ -143,6 +166,11 @@ class QueryMessageResult:
 
     def __repr__(self) -> str:
         return f"<QueryMessageResult n={len(self.messages)} offsets={self.phy_offsets}>"
+
+
+def offset_msg_id(host_hex: str, offset: int) -> str:
+    """An offset message id (§7.7) from the upper-case hex of store host + port and a commitlog offset."""
+    return "%s%016X" % (host_hex, offset)
 
 
 def host_prefix(packed_host: bytes, port: int) -> bytes:

@@ -131,3 +131,20 @@ def test_response_headers_round_trip():
         assert type(header).from_ext(header.to_ext()) == header
     assert QueryDataVersionResponseHeader(changed=False).to_ext() == {"changed": "false"}
     assert WipeWritePermOfBrokerResponseHeader(wipe_topic_count=2).to_ext() == {"wipeTopicCount": "2"}
+
+
+def test_send_success_frame_encoder_is_byte_identical_to_the_general_encoding():
+    from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+    from rocketmq_emulator.protocol.frame import encode_command_bytes, json_frame_template
+    from rocketmq_emulator.protocol.headers import SendMessageResponseHeader
+
+    extra = {"MSG_REGION": "Region 100%", "TRACE_ON": "true"}  # a `%` must not break the template
+    encode = SendMessageResponseHeader.success_frame_encoder(extra)
+    for opaque, queue_id, offset in ((0, 0, 0), (7, 3, 123456789), (-5, 15, 2**62)):
+        req = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {}, opaque=opaque)
+        msg_id = "7F00000100002A9F" + f"{offset:016X}"
+        general = RemotingCommand.response_to(req, 0, None, {**SendMessageResponseHeader.fast_ext(
+            msg_id, queue_id, offset), **extra})
+        assert encode(msg_id, queue_id, offset, opaque) == encode_command_bytes(general)
+    with pytest.raises(ValueError):  # a placeholder that is not an extFields value of the prototype
+        json_frame_template(RemotingCommand(0, ext_fields={"a": "@0@"}), {"b": "%d"})

@@ -108,3 +108,51 @@ async def test_periodic_tasks_survive_a_failing_round_and_stop():
     stopped_at = rounds
     await asyncio.sleep(0.05)
     assert rounds == stopped_at and failures == ["tick: one bad round"]
+
+
+async def test_run_handler_gets_consecutive_requests_of_one_read_together():
+    """Requests of a code with a run handler that arrive in one read go to it together, in order, split by any
+    other request between them; each gets its own answer: a response, an error code, or a pre-encoded frame."""
+    from rocketmq_emulator.protocol.frame import encode_command_bytes
+
+    calls: list[list[str]] = []
+    table = DispatchTable("test")
+
+    def run(reqs, conn):
+        calls.append([r.ext_fields["n"] for r in reqs])
+        answers = []
+        for r in reqs:
+            n = r.ext_fields["n"]
+            if n == "boom":
+                answers.append(BrokerError(ResponseCode.NO_PERMISSION, "not this one"))
+            elif n.startswith("raw"):
+                answers.append(encode_command_bytes(RemotingCommand(0, flag=1, opaque=r.opaque, remark=n)))
+            else:
+                answers.append(RemotingCommand.response_to(r, remark=n))
+        return answers
+
+    table.register(7, lambda req, conn: RemotingCommand.response_to(req, remark="alone"))
+    table.register_run(7, run)
+    table.register(8, lambda req, conn: RemotingCommand.response_to(req, remark="other"))
+    async with RemotingServer("test", table, "127.0.0.1", 0) as server:
+        conn = await connect(server.port)
+        try:
+            reqs = [RemotingCommand.request(7, {"n": n}) for n in ("a", "raw-b", "boom")]
+            reqs.append(RemotingCommand.request(8))
+            reqs += [RemotingCommand.request(7, {"n": n}) for n in ("c", "raw-oneway")]
+            reqs[-1].flag |= 2  # oneway: never answered, even by a pre-encoded frame
+            futures = {}
+            loop = asyncio.get_running_loop()
+            for r in reqs:  # the oneway one too: an answer to it would complete its future
+                futures[r.opaque] = conn.pending[r.opaque] = loop.create_future()
+            conn.transport.write(b"".join(encode_command_bytes(r) for r in reqs))  # one write: one read
+            answers = [await asyncio.wait_for(futures[r.opaque], 5) for r in reqs[:-1]]
+            assert [(a.code, a.remark) for a in answers] == [
+                (ResponseCode.SUCCESS, "a"), (ResponseCode.SUCCESS, "raw-b"),
+                (ResponseCode.NO_PERMISSION, "not this one"), (ResponseCode.SUCCESS, "other"),
+                (ResponseCode.SUCCESS, "c")]
+            assert calls == [["a", "raw-b", "boom"], ["c", "raw-oneway"]]
+            assert (await conn.invoke(RemotingCommand.request(8), 5)).remark == "other"  # a round trip later
+            assert not futures[reqs[-1].opaque].done(), "the oneway request got an answer"
+        finally:
+            conn.close()

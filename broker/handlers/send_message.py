@@ -12,11 +12,11 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ProtocolError, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
+from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag, SerializeType
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_send_header
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
                                                 PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK,
-                                                decode_properties, encode_properties, get_property, iter_batch,
+                                                decode_properties, encode_properties, iter_batch,
                                                 pack_host, remove_property, tag_hash_code)
 from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, dlq_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
@@ -53,6 +53,31 @@ _STATUS_CODES = {
 }
 
 
+def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
+    """One pass over a raw properties string: the keys to index (KEYS tokens, then UNIQ_KEY), the TAGS hash,
+    whether WAIT is present and whether a property that needs the full path is (DELAY, TRAN_MSG, CLUSTER).
+    Later duplicates win and empty values count as absent, as in `decode_properties`."""
+    tags = keys = uniq = None
+    wait = special = False
+    if raw:
+        for item in raw.split(b"\x02"):
+            name, _, value = item.partition(b"\x01")
+            if name == b"TAGS":
+                tags = value
+            elif name == b"UNIQ_KEY":
+                uniq = value
+            elif name == b"KEYS":
+                keys = value
+            elif name == b"WAIT":
+                wait = True
+            elif name == b"DELAY" or name == b"TRAN_MSG" or name == b"CLUSTER":
+                special = True
+    index_keys = keys.decode().split() if keys else []
+    if uniq:
+        index_keys.append(uniq.decode())
+    return index_keys, tag_hash_code(tags.decode()) if tags else 0, wait, special
+
+
 class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -62,12 +87,75 @@ class SendMessageProcessor:
         self._cluster_suffix_bytes = self._cluster_suffix.encode()
         self._max_message_size = broker.config.max_message_size
         self._failures: dict[PutMessageStatus, tuple[float, int]] = {}
+        self._response_extra = {"MSG_REGION": broker.config.region_id, "TRACE_ON": self._trace_on}
+        self._success_frame = SendMessageResponseHeader.success_frame_encoder(self._response_extra)
 
     def register(self, table: DispatchTable) -> None:
-        table.register([RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE],
-                       self.send_message)
+        codes = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
+        table.register(codes, self.send_message)
+        table.register_run(codes, self.send_messages)
 
+    # -- a run of sends read together ---------------------------------------------------------------
+    def send_messages(self, reqs: list[RemotingCommand], conn: RemotingConnection
+                      ) -> list[RemotingCommand | BaseException | bytes | None]:
+        """Consecutive sends of one read. Plain single messages (see `_plain_message`) with JSON headers are stored
+        together with one `put_message_run` and answered from a pre-encoded frame; any other request is handled
+        alone, in order (the run so far is stored first), exactly as `send_message` does."""
+        answers: list[RemotingCommand | BaseException | bytes | None] = [None] * len(reqs)
+        run_at: list[int] = []
+        run: list[MessageExtBrokerInner] = []
+        for i, req in enumerate(reqs):
+            try:
+                h, topic, queue_id, sys_flag, born = self._route(req, conn)
+                raw = (h.properties or "").encode()
+                msg = None if h.batch or req.serialize_type != SerializeType.JSON else \
+                    self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, raw)
+                if msg is None:
+                    if run:
+                        self._store_run(reqs, run_at, run, answers)
+                        run_at, run = [], []
+                    answers[i] = self._send_routed(req, h, topic, queue_id, sys_flag, born, conn, raw)
+                    continue
+                run.append(msg)
+                run_at.append(i)
+            except Exception as exc:  # noqa: BLE001 - answered as the single handler's failure would be
+                answers[i] = exc
+        if run:
+            self._store_run(reqs, run_at, run, answers)
+        return answers
+
+    def _store_run(self, reqs: list[RemotingCommand], run_at: list[int], run: list[MessageExtBrokerInner],
+                   answers: list[RemotingCommand | BaseException | bytes | None]) -> None:
+        store = self.broker.store
+        arrived = self.broker.message_arrived
+        result = store.put_message_run(run) if len(run) > 1 else None
+        if result is None or result.phy_offsets is None:  # nothing written: one by one, each its own status
+            for i, msg in zip(run_at, run):
+                answers[i] = self._stored(reqs[i], msg, store.put_message(msg))
+            return
+        if result.status is PutMessageStatus.PUT_OK:
+            encode = self._success_frame
+            for k, (i, msg) in enumerate(zip(run_at, run)):
+                qo = result.queue_offsets[k]  # type: ignore[index]
+                answers[i] = encode(result.msg_id(k), msg.queue_id, qo, reqs[i].opaque)
+                arrived(msg.topic, msg.queue_id, qo + 1, msg.tags_code)
+            return
+        code, remark = _STATUS_CODES[result.status]  # FLUSH_DISK_TIMEOUT: stored, not yet on disk
+        for k, (i, msg) in enumerate(zip(run_at, run)):
+            qo = result.queue_offsets[k]  # type: ignore[index]
+            ext = SendMessageResponseHeader.fast_ext(result.msg_id(k), msg.queue_id, qo)
+            answers[i] = self._answer(reqs[i], code, remark, ext)
+            arrived(msg.topic, msg.queue_id, qo + 1, msg.tags_code)
+
+    # -- one request --------------------------------------------------------------------------------
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h, topic, queue_id, sys_flag, born = self._route(req, conn)
+        return self._send_routed(req, h, topic, queue_id, sys_flag, born, conn, (h.properties or "").encode())
+
+    def _route(self, req: RemotingCommand, conn: RemotingConnection
+               ) -> tuple[SendMessageRequestHeader, str, int, int, bytes]:
+        """The checks every send passes first (topic, queue, permission): header, topic, queue id, sys flag and
+        the producer's packed address."""
         h = decode_send_header(req.code, req.ext_fields)
         topic = h.topic
         tc = self.broker.topic_config_manager.table.get(topic)
@@ -91,14 +179,17 @@ class SendMessageProcessor:
         sys_flag = h.sys_flag
         if tc.topic_filter_type == 1:
             sys_flag |= MessageSysFlag.MULTI_TAGS
+        return h, topic, queue_id, sys_flag, born
+
+    def _send_routed(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
+                     sys_flag: int, born: bytes, conn: RemotingConnection, raw: bytes) -> RemotingCommand:
         if h.batch:
             return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
+        msg = self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, raw)
+        if msg is not None:
+            return self._stored(req, msg, self.broker.store.put_message(msg))
         body = req.body
         text = h.properties or ""
-        raw = text.encode()
-        if not (b"DELAY\x01" in raw or b"TRAN_MSG\x01" in raw or b"CLUSTER\x01" in raw or sys_flag & TRANSACTION_TYPE_MASK
-                or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
-            return self._send_plain(req, h, topic, queue_id, sys_flag, born, conn, raw)
         props = decode_properties(text) if text else {}
         if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.NO_PERMISSION,
@@ -136,30 +227,31 @@ class SendMessageProcessor:
             self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
         return response
 
-    def _send_plain(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
-                    sys_flag: int, born: bytes, conn: RemotingConnection, raw: bytes) -> RemotingCommand:
-        """The common message (no delay, transaction or retry topic): properties read and edited as bytes."""
+    def _plain_message(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
+                       sys_flag: int, born: bytes, conn: RemotingConnection, raw: bytes) -> MessageExtBrokerInner | None:
+        """The common message, stored as sent, read in one pass over its properties as bytes: None when it is
+        not one (a delay level, a transaction, a CLUSTER property already set, or a retry topic)."""
+        if sys_flag & TRANSACTION_TYPE_MASK or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        index_keys, tags_code, wait, special = _scan_properties(raw)
+        if special:
+            return None
         body = req.body
         if len(body) > self._max_message_size:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message body size {len(body)} exceeds "
                                                             f"maxMessageSize {self._max_message_size}")
-        keys = get_property(raw, b"KEYS")
-        index_keys = keys.split() if keys else []
-        uniq = get_property(raw, b"UNIQ_KEY")
-        if uniq:
-            index_keys.append(uniq)
-        tags_code = tag_hash_code(get_property(raw, b"TAGS"))
-        if b"WAIT\x01" in raw:
+        if wait:
             raw = remove_property(raw, b"WAIT")
         raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
         if len(raw) > 32767:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message properties size {len(raw)} exceeds 32767")
-        result = self.broker.store.put_message(MessageExtBrokerInner(
-            topic, queue_id, body, h.flag, raw, tags_code, sys_flag, h.born_timestamp, born, conn.remote_port,
-            h.reconsume_times or 0, 0, index_keys))
-        response = self._response(req, result, queue_id)
+        return MessageExtBrokerInner(topic, queue_id, body, h.flag, raw, tags_code, sys_flag, h.born_timestamp, born,
+                                     conn.remote_port, h.reconsume_times or 0, 0, index_keys)
+
+    def _stored(self, req: RemotingCommand, msg: MessageExtBrokerInner, result: PutMessageResult) -> RemotingCommand:
+        response = self._response(req, result, msg.queue_id)
         if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
-            self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
+            self.broker.message_arrived(msg.topic, msg.queue_id, result.logics_offset + 1, msg.tags_code)
         return response
 
     def _send_batch(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
@@ -180,15 +272,9 @@ class SendMessageProcessor:
                 if len(raw) > 32767:
                     raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "the message properties size exceeds 32767")
                 total += len(body)
-                keys = get_property(raw, b"KEYS")
-                uniq = get_property(raw, b"UNIQ_KEY")
-                index_keys = keys.split() if keys else []
-                if uniq:
-                    index_keys.append(uniq)
-                inners.append(MessageExtBrokerInner(
-                    topic, queue_id, body, flag=flag, properties_raw=raw,
-                    tags_code=tag_hash_code(get_property(raw, b"TAGS")), sys_flag=sys_flag,
-                    born_timestamp=born_ts, born_host=born, born_port=port, keys=index_keys))
+                index_keys, tags_code, _, _ = _scan_properties(raw)
+                inners.append(MessageExtBrokerInner(topic, queue_id, body, flag, raw, tags_code, sys_flag, born_ts, born,
+                                                    port, 0, 0, index_keys))
         except ProtocolError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}") from None
         if total > self.broker.config.max_message_size:
@@ -208,8 +294,10 @@ class SendMessageProcessor:
         else:
             ext = {}
             self._warn_failed(result.status)
-        ext["MSG_REGION"] = self.broker.config.region_id  # extFields beside the header, as the Java broker adds
-        ext["TRACE_ON"] = self._trace_on
+        return self._answer(req, code, remark, ext)
+
+    def _answer(self, req: RemotingCommand, code: int, remark: str | None, ext: dict[str, str]) -> RemotingCommand:
+        ext.update(self._response_extra)  # extFields beside the header, as the Java broker adds
         return RemotingCommand.response_to(req, code, remark, ext)
 
     def _warn_failed(self, status: PutMessageStatus) -> None:

@@ -2,7 +2,7 @@
 
     python crash_writer.py <store dir> <seed> <ack file>
 
-After every append that returned PUT_OK it appends one line per record to the ack file:
+After every append (single, batch, or a run of singles over several queues) that returned PUT_OK it appends one line per record to the ack file:
 ``phy size queueOffset topic queueId sha1(expected record) key``, where the expected record is encoded by the
 protocol codec from the message and the returned offsets/timestamp (not read back from the store). The line is
 written after the put returned, so every acknowledged record must survive the kill. ``# ready`` marks the end of
@@ -17,7 +17,7 @@ import sys
 
 from store_testlib import digest, expected_record, make_msg, small_config
 
-from rocketmq_emulator.store import FlushDiskType, MessageStore
+from rocketmq_emulator.store import FlushDiskType, MessageStore, PutMessageStatus
 
 TOPICS = ("CrashA", "CrashB", "%RETRY%crash")
 TAGS = (None, "TagA", "TagB", "TagC")
@@ -43,21 +43,29 @@ def main() -> None:
     os.write(fd, f"# ready {store.recovery.mode} {store.recovery.scanned_records}\n".encode())
     seq = 0
     while True:
-        topic = rnd.choice(TOPICS)
-        queue_id = rnd.randint(0, 2)
-        n = rnd.randint(2, 6) if rnd.random() < 0.3 else 1
-        msgs = [random_message(rnd, topic, queue_id, f"s{seed}-{seq + i}") for i in range(n)]
-        seq += n
-        r = store.put_messages(msgs) if n > 1 else store.put_message(msgs[0])
-        if not r.is_ok():
+        kind = rnd.random()
+        if kind < 0.2:  # a run of single sends read together: mixed topics and queues
+            msgs = [random_message(rnd, rnd.choice(TOPICS[:2]), rnd.randint(0, 2), f"s{seed}-{seq + i}")
+                    for i in range(rnd.randint(2, 6))]
+        else:  # a batch (one queue) or a single message
+            topic, queue_id = rnd.choice(TOPICS), rnd.randint(0, 2)
+            msgs = [random_message(rnd, topic, queue_id, f"s{seed}-{seq + i}")
+                    for i in range(rnd.randint(2, 6) if kind < 0.5 else 1)]
+        seq += len(msgs)
+        if kind < 0.2:
+            r = store.put_message_run(msgs)
+            offsets, queue_offsets = r.phy_offsets, r.queue_offsets
+        else:
+            r = store.put_messages(msgs) if len(msgs) > 1 else store.put_message(msgs[0])
+            offsets = r.phy_offsets or [r.wrote_offset]
+            queue_offsets = list(range(r.logics_offset, r.logics_offset + len(msgs)))
+        if r.status is not PutMessageStatus.PUT_OK:
             os.write(fd, f"# put failed {r.status.name}\n".encode())
             os._exit(3)
-        offsets = r.phy_offsets or [r.wrote_offset]
         lines = []
-        for i, (m, phy) in enumerate(zip(msgs, offsets)):
-            rec = expected_record(m, queue_offset=r.logics_offset + i, phy=phy, store_ts=r.store_timestamp,
-                                  config=cfg)
-            lines.append(f"{phy} {len(rec)} {r.logics_offset + i} {topic} {queue_id} {digest(rec)} {m.keys[0]}\n")
+        for m, phy, qo in zip(msgs, offsets, queue_offsets):
+            rec = expected_record(m, queue_offset=qo, phy=phy, store_ts=r.store_timestamp, config=cfg)
+            lines.append(f"{phy} {len(rec)} {qo} {m.topic} {m.queue_id} {digest(rec)} {m.keys[0]}\n")
         os.write(fd, "".join(lines).encode())
         store.flush_if_due()
 
