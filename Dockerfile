@@ -32,8 +32,9 @@ ENV PATH=/opt/venv/bin:$PATH \
 
 # The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
 VOLUME /data
-# 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it)
-EXPOSE 9876 10911 10909
+# 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it);
+# with ROCKETMQ_EMULATOR_BROKERS=N the further brokers listen on 10921, 10931, ... (VIP ports 2 below)
+EXPOSE 9876 10911 10909 10921 10919
 
 # The container's own ports: the advertised address may only be reachable from outside the container.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 \

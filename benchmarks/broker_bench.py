@@ -1,11 +1,17 @@
 """Broker throughput, latency, start-up and memory, against a raw ceiling (figures, not a test).
 
-    .venv/bin/python -m benchmarks.broker_bench [--seconds 3] [--rss-messages 1000000]
+    .venv/bin/python -m benchmarks.broker_bench [--seconds 3] [--rounds N] [--rss-messages 1000000] [--compare REV]
+                                                [--trace-cost]
 
 The broker runs in its own process (`python -m rocketmq_emulator.broker serve --ephemeral`); this process is the load
 generator: pipelined requests built with `protocol/`, a fixed window in flight per connection. The raw ceiling
 is a minimal uvloop server (in its own process too) that only splits frames by their length word and acks
 each one; the same generator drives it, and every broker figure is printed with its ratio to the ceiling.
+`--compare REV` runs the broker of another git revision too (its tree from `git archive`, imported ahead of
+this checkout) in the same run, the two measured round by round in turn (a slow spell of a shared machine hits
+both), and prints this checkout's medians as multiples of that one's. `--trace-cost` does the same with this
+checkout's broker tracing every request and answer to a file (`serve --trace`): the wire trace's cost when on;
+its cost when off is `--compare` with the revision before the trace existed.
 
 Where the time goes (the profile to take before changing the send path):
 `.venv/bin/python -m benchmarks.profile_send [--batch]` (in-process, cProfile, no network).
@@ -15,15 +21,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import socket
+import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import uvloop
 
+from rocketmq_emulator.client.pytest_plugin import wait_until_quiet
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
@@ -190,26 +201,134 @@ def wait_port(port: int, deadline: float) -> bool:
     return False
 
 
-def start_broker(ns_port: int, port: int) -> tuple[subprocess.Popen, float]:
+def checkout(rev: str, into: Path) -> Path:
+    """The tree of git revision `rev` (`git archive`), importable as `rocketmq_emulator` from the returned
+    directory placed first on PYTHONPATH (ahead of this checkout's editable install)."""
+    tree = into / "tree"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    pkg = into / "path" / "rocketmq_emulator"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for folder in ("broker", "client", "protocol", "store"):
+        (pkg / folder).symlink_to(tree / folder)
+    return into / "path"
+
+
+def start_broker(ns_port: int, port: int, pythonpath: Path | None = None, extra: tuple[str, ...] = ()
+                 ) -> tuple[subprocess.Popen, float]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral", "--namesrv-port", str(ns_port),
-                             "--broker-port", str(port), "--log-level", "WARNING"], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral",
+                             "--namesrv-port", str(ns_port), "--broker-port", str(port), "--log-level", "WARNING",
+                             *extra],
+                            cwd=ROOT if pythonpath is None else pythonpath, env=env)
     if not wait_port(port, t0 + 20):
         proc.kill()
         raise SystemExit("broker did not start")
     return proc, time.perf_counter() - t0
 
 
+async def drive_many(port: int, frames: list[bytes], total: int, connections: int) -> tuple[float, int, int]:
+    start = time.perf_counter()
+    results = await asyncio.gather(*(drive(port, frames, total // connections) for _ in range(connections)))
+    elapsed = time.perf_counter() - start
+    return elapsed, sum(r[1] for r in results), sum(r[2] for r in results)
+
+
+class Broker:
+    """One broker process under test: this checkout's, or a git revision's (`pythonpath` from `checkout`)."""
+
+    def __init__(self, label: str, pythonpath: Path | None = None, extra: tuple[str, ...] = ()) -> None:
+        self.label = label
+        self.ns_port, self.port = free_port(), free_port()
+        self.proc, self.startup = start_broker(self.ns_port, self.port, pythonpath, extra)
+        self.figures: dict[str, list[float]] = {}
+        self.stored = 0
+
+    def warm_up(self) -> None:
+        """Create every topic and its queue files, and fill the pull queues."""
+        for size in (100, 1024):
+            asyncio.run(drive(self.port, send_frames(f"Bench{size}", size), 2000))
+        for batch in (32, 256):
+            asyncio.run(drive(self.port, send_frames(f"BenchBatch{batch}", 100, batch=batch), 20, window=4))
+        asyncio.run(drive(self.port, send_frames("BenchLatency", 100), 4000))
+        asyncio.run(drive(self.port, send_frames("BenchPull", 100, n=64, batch=32), PULL_PER_QUEUE * 4 // 32,
+                          window=16))
+        self.stored = 8000 + 20 * (32 + 256) + 4000 + PULL_PER_QUEUE * 4
+
+    def measure(self, seconds: float) -> None:
+        """One round of every throughput and latency figure."""
+        port, add = self.port, self.figures.setdefault
+        for size in (100, 1024):
+            n = int(15_000 * seconds)
+            elapsed, ok, _ = asyncio.run(drive(port, send_frames(f"Bench{size}", size), n))
+            add(f"send{size}", []).append(ok / elapsed)
+            self.stored += n
+        n = int(15_000 * seconds)
+        elapsed, ok, _ = asyncio.run(drive_many(port, send_frames("Bench100", 100), n, 8))
+        add("send100x8", []).append(ok / elapsed)
+        self.stored += n
+        for batch, window in ((32, 16), (256, 4)):
+            n = max(50, int(48_000 * seconds / batch))
+            elapsed, ok, _ = asyncio.run(drive(port, send_frames(f"BenchBatch{batch}", 100, batch=batch), n,
+                                               window=window))
+            add(f"batch{batch}", []).append(ok * batch / elapsed)
+            self.stored += n * batch
+        frames = pull_frames("BenchPull", PULL_PER_QUEUE)
+        elapsed, ok, _ = asyncio.run(drive(port, frames, len(frames)))
+        add("pull", []).append(ok * 32 / elapsed)
+        lat = asyncio.run(drive_fixed_rate(port, send_frames("BenchLatency", 100), 10_000, min(seconds, 3)))
+        add("p50", []).append(lat[len(lat) // 2] * 1000)
+        add("p99", []).append(lat[int(len(lat) * 0.99)] * 1000)
+        self.stored += len(lat)
+
+    def median(self, key: str) -> float:
+        return statistics.median(self.figures[key])
+
+    def stop(self) -> float:
+        t0 = time.perf_counter()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return time.perf_counter() - t0
+
+
+PULL_PER_QUEUE = 64_000
+DROPPED = re.compile(r"# trace: (\d+) lines dropped")
+FIGURES = (("send100", "SEND_MESSAGE_V2 100 B, 64 in flight", "msg/s"),
+           ("send1024", "SEND_MESSAGE_V2 1024 B, 64 in flight", "msg/s"),
+           ("send100x8", "SEND_MESSAGE_V2 100 B, 8 connections x 64", "msg/s"),
+           ("batch32", "SEND_BATCH_MESSAGE 32 x 100 B, 16 in flight", "msg/s"),
+           ("batch256", "SEND_BATCH_MESSAGE 256 x 100 B, 4 in flight", "msg/s"),
+           ("pull", "PULL 32 x 100 B, 64 in flight", "msg/s"),
+           ("p50", "send latency at 10k msg/s offered: p50", "ms"),
+           ("p99", "send latency at 10k msg/s offered: p99", "ms"))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0, help="approximate duration of each throughput run")
+    ap.add_argument("--rounds", type=int, default=0, help="rounds of every figure, medians printed (default 1, "
+                                                          "3 with --compare)")
     ap.add_argument("--rss-messages", type=int, default=1_000_000, help="messages stored before the RSS reading")
+    ap.add_argument("--trace-cost", action="store_true",
+                    help="also run this checkout's broker with `--trace FILE` (a file in a temporary directory), "
+                         "in the same rounds, and print its figures as multiples of the untraced one's")
+    ap.add_argument("--compare", metavar="REV", help="also run the broker of git revision REV (e.g. HEAD~1), "
+                                                      "alternating with this checkout's round by round, and print "
+                                                      "this checkout's figures as multiples of that one's")
     args = ap.parse_args(argv)
+    rounds = args.rounds or (3 if args.compare else 1)
     uvloop.install()
-    rows: list[tuple[str, str, str]] = []
 
     def say(label: str, value: str, ratio: str = "") -> None:
-        rows.append((label, value, ratio))
         print(f"  {label:<44} {value:>18} {ratio}", flush=True)
 
     # -- raw ceiling ----------------------------------------------------------------------------------
@@ -229,55 +348,63 @@ def main(argv: list[str] | None = None) -> None:
         say(f"ceiling, send-sized frames of {size} B", f"{ceil[size]:,.0f} req/s")
     ceiling.terminate()
 
-    # -- broker ---------------------------------------------------------------------------------------
-    ns_port, port = free_port(), free_port()
-    broker, startup = start_broker(ns_port, port)
-    print("broker:", flush=True)
-    say("start-up (process start to first accepted connection)", f"{startup * 1000:,.0f} ms")
-    time.sleep(0.5)
-    say("idle RSS", f"{rss_kib(broker.pid)['VmRSS'] / 1024:,.1f} MB")
-    try:
-        for size in (100, 1024):
-            frames = send_frames(f"Bench{size}", size)
-            asyncio.run(drive(port, frames, 2000))  # warm-up: creates the topic
-            n = int(15_000 * args.seconds)
-            elapsed, ok, failed = asyncio.run(drive(port, frames, n))
-            rate = ok / elapsed
-            say(f"SEND_MESSAGE_V2 {size} B, 64 in flight", f"{rate:,.0f} msg/s", f"({rate / ceil[size]:.0%} of ceiling)"
-                + (f" {failed} failed" if failed else ""))
-        frames = send_frames("BenchBatch", 100, batch=32)
-        n = int(1500 * args.seconds)
-        elapsed, ok, failed = asyncio.run(drive(port, frames, n, window=16))
-        say("SEND_BATCH_MESSAGE 32 x 100 B, 16 in flight", f"{ok * 32 / elapsed:,.0f} msg/s",
-            f"({ok / elapsed / ceil[100]:.0%} of ceiling in requests)" + (f" {failed} failed" if failed else ""))
-        # pull: fill 4 queues, then pull them back 32 at a time
-        per_queue = 64_000
-        fill = send_frames("BenchPull", 100, n=64, batch=32)
-        asyncio.run(drive(port, fill, per_queue * 4 // 32, window=16))
-        frames = pull_frames("BenchPull", per_queue)
-        elapsed, ok, failed = asyncio.run(drive(port, frames, len(frames)))
-        say("PULL 32 x 100 B, 64 in flight", f"{ok * 32 / elapsed:,.0f} msg/s",
-            f"({ok / elapsed / ceil[100]:.0%} of ceiling in requests)" + (f" {failed} failed" if failed else ""))
-        latency_frames = send_frames("BenchLatency", 100)
-        asyncio.run(drive(port, latency_frames, 4000))  # warm-up: the topic and its queue files exist
-        lat = asyncio.run(drive_fixed_rate(port, latency_frames, 10_000, min(args.seconds, 3)))
-        say("send latency at 10k msg/s offered: p50", f"{lat[len(lat) // 2] * 1000:.2f} ms")
-        say("send latency at 10k msg/s offered: p99", f"{lat[int(len(lat) * 0.99)] * 1000:.2f} ms")
-        stored = 64_000 * 4 + 2000 + n * 32 + int(15_000 * args.seconds) * 2
-        remaining = max(0, args.rss_messages - stored)
-        if remaining:
-            print(f"  filling to {args.rss_messages:,} messages ...", flush=True)
-            asyncio.run(drive(port, send_frames("BenchRss", 100, batch=32), remaining // 32, window=16))
-        mem = rss_kib(broker.pid)
-        say(f"RSS after {args.rss_messages:,} messages", f"{mem['VmRSS'] / 1024:,.1f} MB",
-            f"(anon {mem.get('RssAnon', 0) / 1024:,.1f} MB, file-backed mmap {mem.get('RssFile', 0) / 1024:,.1f} MB)")
-        t0 = time.perf_counter()
-        broker.terminate()
-        broker.wait(10)
-        say("shutdown on SIGTERM", f"{(time.perf_counter() - t0) * 1000:,.0f} ms")
-    finally:
-        if broker.poll() is None:
-            broker.kill()
+    # -- broker(s) ------------------------------------------------------------------------------------
+    with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
+        brokers = [Broker("this checkout")]
+        if args.compare:
+            brokers.append(Broker(args.compare, checkout(args.compare, Path(tmp))))
+        if args.trace_cost:
+            brokers.append(Broker("this checkout, --trace", extra=("--trace", str(Path(tmp) / "trace.log"))))
+        try:
+            time.sleep(0.5)
+            for b in brokers:
+                print(f"broker ({b.label}): start-up (process start to first accepted connection) "
+                      f"{b.startup * 1000:,.0f} ms, idle RSS {rss_kib(b.proc.pid)['VmRSS'] / 1024:,.1f} MB", flush=True)
+                b.warm_up()
+            for r in range(rounds):
+                for b in brokers:  # alternating: a slow spell of the machine hits both
+                    print(f"  round {r + 1}/{rounds}: {b.label} ...", flush=True)
+                    b.measure(args.seconds)
+                    if b.label.endswith("--trace"):
+                        # the renderer's backlog must not slow the next one
+                        wait_until_quiet(Path(tmp) / "trace.log", quiet=0.5, limit=30.0)
+            for b in brokers:
+                print(f"broker ({b.label}), median of {rounds}:", flush=True)
+                for key, label, unit in FIGURES:
+                    value = b.median(key)
+                    if unit == "ms":
+                        say(label, f"{value:.2f} ms")
+                    else:
+                        per = ceil[100 if key != "send1024" else 1024]
+                        requests = value / {"batch32": 32, "batch256": 256, "pull": 32}.get(key, 1)
+                        say(label, f"{value:,.0f} msg/s", f"({requests / per:.0%} of ceiling in requests)")
+            for other in brokers[1:]:
+                traced = other.label.endswith("--trace")
+                print(f"{'--trace / untraced' if traced else f'this checkout / {other.label}'} (medians):", flush=True)
+                for key, label, unit in FIGURES:
+                    mine, theirs = (other, brokers[0]) if traced else (brokers[0], other)
+                    say(label + (" (lower is better)" if unit == "ms" else ""),
+                        f"{mine.median(key) / theirs.median(key):.2f}x")
+            if args.trace_cost:
+                trace = Path(tmp) / "trace.log"
+                text = trace.read_text(errors="replace") if trace.exists() else ""
+                dropped = sum(int(n) for n in DROPPED.findall(text))
+                say("trace lines written / dropped", f"{text.count(chr(10)):,} / {dropped:,}")
+            for b in brokers[1:]:
+                b.stop()
+            main_broker = brokers[0]
+            remaining = max(0, args.rss_messages - main_broker.stored)
+            if remaining:
+                print(f"  filling to {args.rss_messages:,} messages ...", flush=True)
+                asyncio.run(drive(main_broker.port, send_frames("BenchRss", 100, batch=32), remaining // 32, window=16))
+            mem = rss_kib(main_broker.proc.pid)
+            say(f"RSS after {max(args.rss_messages, main_broker.stored):,} messages", f"{mem['VmRSS'] / 1024:,.1f} MB",
+                f"(anon {mem.get('RssAnon', 0) / 1024:,.1f} MB, file-backed mmap {mem.get('RssFile', 0) / 1024:,.1f} MB)")
+            say("shutdown on SIGTERM", f"{main_broker.stop() * 1000:,.0f} ms")
+        finally:
+            for b in brokers:
+                if b.proc.poll() is None:
+                    b.proc.kill()
 
 
 if __name__ == "__main__":

@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from typing import Any, Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from rocketmq_emulator.protocol.cli_util import EXIT_USAGE, OneLineParser, boolean, choice, port, report_error
+from rocketmq_emulator.protocol.cli_util import (EXIT_USAGE, OneLineParser, boolean, choice, int_range, port,
+                                                 report_error)
+from rocketmq_emulator.protocol.trace import TraceFilter, format_text, parse_codes, read_trace
 
 from .config import BrokerConfig, apply_broker_conf, parse_group_list, parse_topic_list
 
 ENV_PREFIX = "ROCKETMQ_EMULATOR_"
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+def _codes_type(text: str) -> frozenset[int]:
+    try:
+        return parse_codes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
 
 # flag -> (BrokerConfig attribute, type, help)
 SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
@@ -30,6 +40,9 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
     "advertised-port": ("advertised_port", port, "broker port put in route data (a published port that differs "
                                                 "from --broker-port); default: --broker-port"),
     "broker-name": ("broker_name", str, "broker name (default broker-a)"),
+    "brokers": ("brokers", int_range(1, 26),
+                "brokers in this process, 1-26 (default 1): broker-a, broker-b, ... on --broker-port, +10, +20, "
+                "..., each with its own store directory, all behind the one name server"),
     "cluster-name": ("cluster_name", str, "cluster name (default DefaultCluster)"),
     "log-level": ("log_level", choice(*LOG_LEVELS), "DEBUG, INFO (default), WARNING or ERROR"),
     "new-group-offset": ("new_group_offset", choice("legacy", "strict"),
@@ -44,6 +57,12 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
     "broadcast-offset-store": ("enable_broadcast_offset_store", boolean,
                                "true (default): the broker tracks broadcasting clients' offsets; a client with "
                                "none resumes from the group's"),
+    "trace-format": ("wire_trace_format", choice("text", "json"),
+                     "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
+    "trace-codes": ("wire_trace_codes", _codes_type, "trace only these requests (and their answers): names or "
+                                                     "numbers, comma-separated, e.g. PULL_MESSAGE,SEND_MESSAGE_V2"),
+    "trace-group": ("wire_trace_group", str, "trace only requests naming this consumer or producer group"),
+    "trace-topic": ("wire_trace_topic", str, "trace only requests naming this topic"),
 }
 
 
@@ -76,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(`rocketmq-emulator seed -h`; needs the spark extra)")
     sub.add_parser("health", help="is the name server up and does every broker answer? exit 0 or 1 "
                                   "(`rocketmq-emulator health -h`)")
+    trace = sub.add_parser("trace", help="print a saved wire trace (serve --trace FILE), filtered",
+                           description="Print a wire trace written by `serve --trace FILE`: a JSON trace "
+                                       "(--trace-format json) as text lines (or JSON with --json), a text trace as "
+                                       "it is; the filters choose requests and their answers.")
+    trace.add_argument("file", help="the trace file, or - for standard input")
+    trace.add_argument("--codes", type=_codes_type, default=None, help="request codes, e.g. PULL_MESSAGE,310")
+    trace.add_argument("--group", default=None, help="requests naming this consumer or producer group")
+    trace.add_argument("--topic", default=None, help="requests naming this topic")
+    trace.add_argument("--json", action="store_true", help="print JSON records (from a JSON trace)")
     serve = sub.add_parser("serve", help="start the name server and broker",
                            description="Every flag can also be set with ROCKETMQ_EMULATOR_<FLAG> "
                                        "(e.g. ROCKETMQ_EMULATOR_BROKER_PORT=20911); flags win over the "
@@ -88,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--group", action="append", type=_list_type(parse_group_list), default=None,
                        metavar="NAME", help="create this consumer group at start; repeatable, or comma-separated "
                        "(env ROCKETMQ_EMULATOR_GROUPS=g1,g2)")
+    serve.add_argument("--trace", nargs="?", const="-", default=None, metavar="FILE",
+                       help="log every request and response, decoded, to FILE (appended) or, without FILE, to "
+                            "standard error (env ROCKETMQ_EMULATOR_TRACE=FILE or -); see --trace-*")
     serve.add_argument("--ephemeral", action="store_true", default=None,
                        help="keep the store in a temporary directory removed at exit")
     serve.add_argument("--config", default=None, metavar="FILE",
@@ -133,6 +164,9 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
                 setattr(config, attr, parse(env))
             except ValueError as exc:
                 raise ConfigError(f"{ENV_PREFIX}{attr.upper()}={env!r}: {exc}") from None
+    trace = args.trace if args.trace is not None else environ.get(ENV_PREFIX + "TRACE") or None
+    if trace is not None:
+        config.wire_trace = trace
     ephemeral = args.ephemeral
     if ephemeral is None:
         ephemeral = environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes")
@@ -175,7 +209,28 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger("rocketmq_emulator").error("cannot start: %s", exc)
             return 1
         return 0
+    if args.command == "trace":
+        return print_trace(args)
     return 2
+
+
+def print_trace(args: argparse.Namespace) -> int:
+    trace_filter = TraceFilter(args.codes, args.group, args.topic)
+    try:
+        stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        report_error(f"cannot read the trace {args.file!r}: {exc.strerror or exc}", "TRACE", as_json=False)
+        return 1
+    try:
+        with stream:
+            for rec in read_trace(stream, trace_filter):
+                if isinstance(rec, str):
+                    print(rec)
+                else:
+                    print(json.dumps(rec, ensure_ascii=False) if args.json else format_text(rec))
+    except BrokenPipeError:  # `| head`
+        sys.stderr.close()
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ class BrokerConfig:
     advertised_port: int | None = None
     # identity
     broker_name: str = "broker-a"
+    #: brokers in this process (`serve --brokers N`): broker-a, broker-b, ... every 10 ports (README "Several
+    #: brokers in one process")
+    brokers: int = 1
     cluster_name: str = "DefaultCluster"
     # store
     store_dir: str = "./rocketmq-data"
@@ -66,6 +69,12 @@ class BrokerConfig:
     broadcast_offset_expire_s: float = 120.0
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    #: the wire trace (README "Wire trace"): a file, or "-" for standard error; None: off
+    wire_trace: str | None = None
+    wire_trace_format: str = "text"
+    wire_trace_codes: frozenset[int] | None = None
+    wire_trace_group: str | None = None
+    wire_trace_topic: str | None = None
     log_level: str = "INFO"
     #: created (or given this queue count) at start: `--topic orders:8`, ROCKETMQ_EMULATOR_TOPICS="orders:8,b:4"
     topics: list[tuple[str, int]] = field(default_factory=list)

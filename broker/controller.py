@@ -162,8 +162,9 @@ class BrokerController:
                 sgm.update(SubscriptionGroupConfig(group_name=group))
                 log.info("consumer group %s created (configured at start)", group)
 
-    async def stop(self) -> None:
-        """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store."""
+    async def stop(self, unregister: bool = True) -> None:
+        """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store; then
+        (unless told not to) remove the broker's routes from the in-process name server."""
         self.server.stop_accepting()
         if self.vip_server is not None:
             self.vip_server.stop_accepting()
@@ -176,6 +177,10 @@ class BrokerController:
         if self.vip_server is not None:
             await self.vip_server.stop()
         await self.consumer_offset_manager.stop()  # no connection is left to commit: flush both tiers
+        if unregister:
+            self.unregister_from_namesrv()
+
+    def unregister_from_namesrv(self) -> None:
         if self.routes is not None:
             self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
                                           self.config.broker_addr, 0)

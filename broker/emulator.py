@@ -10,29 +10,60 @@ import tempfile
 import time
 from dataclasses import replace
 
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
+from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
+from rocketmq_emulator.protocol.trace import TraceFilter
+from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
+
 from .config import WILDCARD_HOSTS, BrokerConfig, resolve_advertised_host
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
+from .trace import Tracer
 from .namesrv import NameServer
 
 log = logging.getLogger("rocketmq_emulator")
 
 
 class Emulator:
-    """A name server plus one broker per config (a second broker: pass `extra_brokers`)."""
+    """A name server plus `config.brokers` brokers (broker-a, broker-b, ...; more: pass `extra_brokers`).
+
+    `stop_broker(name)` / `start_broker(name)` take one away and bring it back (also as the emulator requests
+    STOP_BROKER / START_BROKER on the name-server port, `admin stopBroker` / `startBroker`)."""
 
     def __init__(self, config: BrokerConfig, extra_brokers: list[BrokerConfig] | None = None) -> None:
         self.config = config
+        self.tracer: Tracer | None = None
+        if config.wire_trace is not None:  # first: a trace file that cannot be opened leaves nothing behind
+            try:
+                self.tracer = Tracer.open(config.wire_trace, fmt=config.wire_trace_format, trace_filter=TraceFilter(
+                    config.wire_trace_codes, config.wire_trace_group, config.wire_trace_topic))
+            except OSError as exc:
+                raise OSError(f"cannot open the trace file {config.wire_trace!r}: {exc.strerror or exc}") from None
         self._tmpdir: str | None = None
         if config.ephemeral:
             self._tmpdir = tempfile.mkdtemp(prefix="rocketmq-emulator-")
             config.store_dir = self._tmpdir
+        extra = [broker_config(config, i) for i in range(1, config.brokers)] + list(extra_brokers or [])
         self.namesrv = NameServer(config.host, config.namesrv_port)
-        for c in [config, *(extra_brokers or [])]:
+        for c in [config, *extra]:
             resolve_advertised_host(c)
-        self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *(extra_brokers or [])]]
+        self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *extra]]
+        self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
+        self._route_drops: dict[str, asyncio.TimerHandle] = {}
+        self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
+        self.namesrv.table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
+        if self.tracer is not None:
+            for server in self.servers():
+                server.tracer = self.tracer
+
+    def servers(self) -> list[RemotingServer]:
+        """Every listening port: the name server's, then each broker's (and its VIP port)."""
+        out = [self.namesrv.server]
+        for b in self.brokers:
+            out += [b.server] + ([b.vip_server] if b.vip_server is not None else [])
+        return out
 
     @property
     def broker(self) -> BrokerController:
@@ -43,6 +74,8 @@ class Emulator:
         return f"{self.config.host}:{self.namesrv.port}"
 
     async def start(self) -> None:
+        if self.tracer is not None:
+            self.tracer.start()
         await self.namesrv.start()
         for b in self.brokers:
             await b.start()
@@ -57,11 +90,72 @@ class Emulator:
         if self._watch_task is not None:
             self._watch_task.cancel()
             self._watch_task = None
+        for handle in self._route_drops.values():
+            handle.cancel()
+        self._route_drops.clear()
         for b in self.brokers:
-            await b.stop()
+            if b.config.broker_name not in self.stopped:
+                await b.stop()
         await self.namesrv.stop()
+        if self.tracer is not None:
+            self.tracer.stop()
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    # -- one broker away and back -------------------------------------------------------------------
+    def find_broker(self, name: str) -> BrokerController:
+        for b in self.brokers:
+            if b.config.broker_name == name:
+                return b
+        known = ", ".join(b.config.broker_name for b in self.brokers)
+        raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no broker named {name!r} in this emulator (it has {known})")
+
+    async def stop_broker(self, name: str, route_delay: float = 0.0) -> None:
+        """A clean stop of one broker (its clients' connections close); the name server drops its routes at once
+        or `route_delay` seconds later, as a real one does when heartbeats stop."""
+        broker = self.find_broker(name)
+        if name in self.stopped:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is already stopped")
+        self.stopped.add(name)
+        await broker.stop(unregister=route_delay <= 0)
+        if route_delay > 0:
+            self._route_drops[name] = asyncio.get_running_loop().call_later(route_delay, self._drop_routes, name)
+        log.info("%s stopped%s", name, f"; its routes go in {route_delay:g} s" if route_delay > 0 else "")
+
+    def _drop_routes(self, name: str) -> None:
+        self._route_drops.pop(name, None)
+        if name in self.stopped:
+            self.find_broker(name).unregister_from_namesrv()
+            log.info("%s: routes removed from the name server", name)
+
+    async def start_broker(self, name: str) -> None:
+        """Bring a stopped broker back: the same store, ports and name, routes registered again."""
+        old = self.find_broker(name)
+        if name not in self.stopped:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is running")
+        handle = self._route_drops.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+        if old.vip_server is None:  # no VIP port the first time (port 0, or taken): none now either
+            old.config.vip_channel_enabled = False
+        broker = BrokerController(old.config, self.namesrv.routes)
+        for server in (broker.server, broker.vip_server):
+            if server is not None:
+                server.tracer = self.tracer
+        await broker.start()
+        self.brokers[self.brokers.index(old)] = broker
+        self.stopped.discard(name)
+        log.info("%s started again on %s", name, broker.config.broker_addr)
+
+    async def _stop_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        await self.stop_broker(h.broker_name, h.route_delay_millis / 1000)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} stopped")
+
+    async def _start_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        await self.start_broker(h.broker_name)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} started")
 
     async def __aenter__(self) -> Emulator:
         await self.start()
@@ -78,6 +172,22 @@ class Emulator:
             namesrv = f"{self.config.advertised_host or '127.0.0.1'}:{self.namesrv.port}"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}, "
                 f"cluster {self.config.cluster_name}, store {store}")
+
+
+def broker_config(config: BrokerConfig, index: int) -> BrokerConfig:
+    """The config of broker number `index` (0 is `config` itself) of `serve --brokers N`: named broker-b,
+    broker-c, ... (or NAME-2, NAME-3, ... when the first is not called broker-a), on `--broker-port` + 10 ×
+    index (its VIP port 2 below; 10 apart as in RocketMQ's own examples, so that no broker's VIP port is
+    another's port), an advertised port moved the same way, and its own store directory (inside the
+    temporary one when ephemeral)."""
+    base = config.broker_name
+    name = f"{base[:-1]}{chr(ord('a') + index)}" if base.endswith("-a") else f"{base}-{index + 1}"
+    cfg = second_broker(config, name, 10 * index)
+    if config.advertised_port:
+        cfg.advertised_port = config.advertised_port + 10 * index
+    if config.ephemeral:
+        cfg.store_dir = f"{config.store_dir.rstrip('/')}/{name}"
+    return cfg
 
 
 def second_broker(config: BrokerConfig, name: str = "broker-b", port_offset: int = 100) -> BrokerConfig:

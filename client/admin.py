@@ -13,8 +13,9 @@ from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrap
                                                      ResetOffsetBody, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
-from rocketmq_emulator.protocol.emulator_requests import (DropConnectionsResponseHeader, EmulatorRequestCode,
-                                                          ExpireFilesNowRequestHeader, ExpireFilesNowResponseHeader)
+from rocketmq_emulator.protocol.emulator_requests import (BrokerLifecycleRequestHeader, DropConnectionsResponseHeader,
+                                                          EmulatorRequestCode, ExpireFilesNowRequestHeader,
+                                                          ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 DeleteTopicFromNamesrvRequestHeader, GetConsumerStatusRequestHeader,
@@ -399,6 +400,23 @@ class Admin(InstanceUser):
                                                     operation="drop connections")
             out[addr] = DropConnectionsResponseHeader.from_ext(response.ext_fields).dropped_connections
         return out
+
+    async def stop_broker(self, broker_name: str, route_delay: float = 0.0) -> str:
+        """Take one broker of an emulator running several (`serve --brokers N`) away: a clean stop; the name server
+        drops its routes at once or `route_delay` seconds later. Emulator only (a real name server answers
+        REQUEST_CODE_NOT_SUPPORTED)."""
+        ext = BrokerLifecycleRequestHeader(broker_name=broker_name,
+                                           route_delay_millis=int(route_delay * 1000)).to_ext()
+        response = await self._namesrv(EmulatorRequestCode.STOP_BROKER, ext, operation=f"stop broker {broker_name}")
+        self.instance.routes.clear()
+        return response.remark or f"{broker_name} stopped"
+
+    async def start_broker(self, broker_name: str) -> str:
+        """Bring a broker taken away with `stop_broker` back (same store and ports)."""
+        ext = BrokerLifecycleRequestHeader(broker_name=broker_name).to_ext()
+        response = await self._namesrv(EmulatorRequestCode.START_BROKER, ext, operation=f"start broker {broker_name}")
+        self.instance.routes.clear()
+        return response.remark or f"{broker_name} started"
 
     async def _reset_old(self, group: str, topic: str, timestamp: int, force: bool,
                          route: TopicRouteData) -> list[ResetOffsetRow]:

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
-from rocketmq_emulator.protocol.cli_util import boolean, int_range
+from rocketmq_emulator.protocol.cli_util import boolean, float_range, int_range
 from rocketmq_emulator.protocol.errors import ProtocolError
 
 from .admin import Admin
@@ -234,6 +234,16 @@ async def import_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]
     return {"file": a.file, "queues": written}, f"{written} queue offset(s) imported from {a.file}"
 
 
+async def stop_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    remark = await admin.stop_broker(a.broker_name, a.route_delay)
+    return {"broker": a.broker_name, "state": "stopped", "routeDelaySeconds": a.route_delay}, remark
+
+
+async def start_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    remark = await admin.start_broker(a.broker_name)
+    return {"broker": a.broker_name, "state": "running"}, remark
+
+
 async def expire_now(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     deleted = await admin.expire_now(a.topic)
     data: dict[str, Any] = {"brokers": [{"addr": addr, "deletedFiles": n} for addr, n in deleted.items()]}
@@ -334,6 +344,14 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("-f", "--file", required=True, help="a consumerOffset.json (a real broker's, or exportOffsets')")
     p.add_argument("-g", "--group", dest="group", help="only this group (default: every group in the file)")
     p.add_argument("-b", "--brokerAddr", dest="broker", help="the broker (needed when there are several)")
+    p = cmd("stopBroker", stop_broker, "take one broker of `serve --brokers N` away: a clean stop, its routes "
+                                       "dropped at once or after --route-delay (emulator only)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True, help="e.g. broker-b")
+    p.add_argument("--route-delay", dest="route_delay", type=float_range(0, 3600), default=0.0, metavar="SECONDS",
+                   help="keep the routes this long, as a real name server does until the heartbeat times out "
+                        "(default 0: drop them at once)")
+    p = cmd("startBroker", start_broker, "bring a broker taken away with stopBroker back (emulator only)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
     p = cmd("expireNow", expire_now, "retention on demand: every message stored so far expires (emulator only)")
     p.add_argument("-t", "--topic", help="only the brokers of this topic, and show its queues' min/max")
     p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")

@@ -11,15 +11,21 @@ Fixtures:
 * `rocketmq_producer`, `rocketmq_consumer`: async factories of started clients, stopped after the test.
 * `rocketmq_topic`: a fresh topic (4 queues) per test.
 
+With `--rocketmq-brokers N` the emulator runs N brokers (broker-a, broker-b, ...) and topics are created on all
+of them; `rocketmq_broker.stop_broker(name)` / `start_broker(name)` take one away and bring it back.
+
 Options: `--rocketmq-namesrv ADDR` runs the same tests against a broker started elsewhere (a real RocketMQ or
 the container; the faults that need the process are skipped with the reason), `--rocketmq-keep-store` keeps
-the store of a session with failures (its path is printed).
+the store of a session with failures (its path is printed). The emulator traces its traffic (`serve --trace`)
+and a failed test's report gets a "rocketmq wire trace" section: the requests and answers exchanged while it
+ran (the last 300 lines); `--rocketmq-no-trace` turns that off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import re
 import shutil
@@ -36,6 +42,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 import pytest
 
 from rocketmq_emulator.protocol import ResponseCode
+from rocketmq_emulator.protocol.trace import trace_time
 
 from .admin import Admin
 from .errors import BrokerResponseError
@@ -52,6 +59,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="use the broker behind this name server instead of starting an emulator")
     group.addoption("--rocketmq-keep-store", action="store_true", default=False,
                     help="keep the emulator's store when a test failed (its path is printed at the end)")
+    group.addoption("--rocketmq-brokers", type=int, default=1, metavar="N",
+                    help="brokers in the emulator (broker-a, broker-b, ...; default 1): for cluster tests with "
+                         "rocketmq_broker.stop_broker()/start_broker()")
+    group.addoption("--rocketmq-no-trace", action="store_true", default=False,
+                    help="do not trace the emulator's traffic (by default a failed test's report shows the "
+                         "requests and answers exchanged during the test)")
+
+
+_TRACE = pytest.StashKey[Path]()
+_TRACE_START = pytest.StashKey[int]()
+TRACE_LINES = 300  # at most this many of a failed test's trace lines go into its report
+
+
+_TRACE_SINCE = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    trace = item.config.stash.get(_TRACE, None)
+    item.stash[_TRACE_START] = trace.stat().st_size if trace is not None and trace.exists() else 0
+    item.stash[_TRACE_SINCE] = trace_time(time.time())  # an earlier test's lines written later are older
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    trace = item.config.stash.get(_TRACE, None)
+    if not report.failed or trace is None or "rocketmq_broker" not in getattr(item, "fixturenames", ()):
+        return
+    wait_until_quiet(trace)  # the emulator's trace renderer writes within milliseconds
+    try:
+        with open(trace, "rb") as f:
+            f.seek(item.stash.get(_TRACE_START, 0))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return
+    since = item.stash.get(_TRACE_SINCE, "")
+    lines = [line for line in lines if not line[:1].isdigit() or line[:23] >= since]  # this test's lines only
+    if len(lines) > TRACE_LINES:
+        lines = [f"... {len(lines) - TRACE_LINES} earlier lines in {trace}"] + lines[-TRACE_LINES:]
+    report.sections.append((f"rocketmq wire trace ({call.when})", "\n".join(lines) or "(nothing exchanged)"))
+
+
+def wait_until_quiet(path: Path, quiet: float = 0.05, limit: float = 2.0) -> None:
+    """Until `path` has not grown for `quiet` seconds (at most `limit`)."""
+    deadline = time.monotonic() + limit
+    size = -1
+    while time.monotonic() < deadline:
+        now = path.stat().st_size if path.exists() else 0
+        if now == size:
+            return
+        size = now
+        time.sleep(quiet)
 
 
 def free_port(exclude: frozenset[int] | set[int] = frozenset()) -> int:
@@ -64,20 +125,22 @@ def free_port(exclude: frozenset[int] | set[int] = frozenset()) -> int:
             return port
 
 
-def free_broker_port() -> int:
-    """A port P with P and P-2 (the broker's VIP port) free on 127.0.0.1."""
+def free_broker_port(brokers: int = 1) -> int:
+    """A port P with P and P-2 (the broker's VIP port) free on 127.0.0.1, and for `brokers` > 1 the ports of
+    `serve --brokers N` too (P + 10 i and P + 10 i - 2)."""
     for _ in range(200):
         port = free_port()
-        if port < 1026:
+        if port < 1026 or port + 10 * brokers > 65535:
             continue
         try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port - 2))
+            with contextlib.ExitStack() as stack:
+                for i in range(brokers):
+                    for p in (port + 10 * i, port + 10 * i - 2):
+                        stack.enter_context(socket.socket()).bind(("127.0.0.1", p))
             return port
         except OSError:
             continue
-    raise RuntimeError("no free port pair for the broker")
+    raise RuntimeError("no free ports for the broker")
 
 
 def _in_thread(fn: Callable[[], Awaitable[T]]) -> T:
@@ -130,6 +193,21 @@ class RocketMQBroker:
             async with self.admin() as admin:
                 return await admin.drop_connections()
         return sum(self._emulator_only(drop, "drop_connections").values())
+
+    def stop_broker(self, broker_name: str, route_delay: float = 0.0) -> None:
+        """Take one broker away (`--rocketmq-brokers N`): a clean stop; the name server drops its routes at once
+        or `route_delay` seconds later. Clients rebalance onto the other brokers."""
+        async def stop() -> str:
+            async with self.admin() as admin:
+                return await admin.stop_broker(broker_name, route_delay)
+        self._emulator_only(stop, "stop_broker")
+
+    def start_broker(self, broker_name: str) -> None:
+        """Bring a broker taken away with `stop_broker` back (same store and ports)."""
+        async def start() -> str:
+            async with self.admin() as admin:
+                return await admin.start_broker(broker_name)
+        self._emulator_only(start, "start_broker")
 
     def _emulator_only(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
         try:
@@ -220,14 +298,14 @@ def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subproc
     raise RuntimeError(f"rocketmq-emulator not ready after {timeout} s:\n{log_path.read_text()[-3000:]}")
 
 
-def launch_emulator(root: Path, *serve_args: str) -> RocketMQBroker:
+def launch_emulator(root: Path, *serve_args: str, brokers: int = 1) -> RocketMQBroker:
     """`rocketmq-emulator serve` in a subprocess on free loopback ports, its store in `root/store` and its log
     in `root/emulator.log` (also for scripts: the offset crash benchmark uses it)."""
     root.mkdir(parents=True, exist_ok=True)
-    ns_port, broker_port = free_port(), free_broker_port()
+    ns_port, broker_port = free_port(), free_broker_port(brokers)
     command = [sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--host", "127.0.0.1",
                "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-               "--store-dir", str(root / "store"), *serve_args]
+               "--store-dir", str(root / "store"), "--brokers", str(brokers), *serve_args]
     log_path = root / "emulator.log"
     return RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
                           _spawn(command, log_path), command, log_path)
@@ -251,7 +329,12 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
         return
     root = Path(tempfile.mkdtemp(prefix="rocketmq-emulator-pytest-"))
     log_path = root / "emulator.log"
-    broker = launch_emulator(root)
+    trace = root / "trace.log"
+    brokers = request.config.getoption("rocketmq_brokers")
+    broker = launch_emulator(root, *(() if request.config.getoption("rocketmq_no_trace") else ("--trace", str(trace))),
+                             brokers=brokers)
+    if not request.config.getoption("rocketmq_no_trace"):
+        request.config.stash[_TRACE] = trace
     try:
         yield broker
     finally:

@@ -26,7 +26,7 @@ class EmulatorThread:
         self.store_dir = store_dir
         self.overrides = overrides
         self.namesrv_port = free_port()
-        self.broker_port = free_broker_port()
+        self.broker_port = free_broker_port(overrides.get("brokers", 1))
         self.loop = uvloop.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="emulator", daemon=True)
         self.thread.start()

@@ -100,3 +100,22 @@ async def test_volume_backed_store_survives_a_new_container(container):
         assert got == bodies
     finally:
         podman.remove_volume(volume)
+
+
+async def test_several_brokers_and_a_trace_from_the_environment(container):
+    from integration_tests.conftest import free_broker_port
+    ns_port, broker_port = free_port(), free_broker_port(2)
+    name = container("-p", f"{ns_port}:9876", "-p", f"{broker_port}:10911", "-p", f"{broker_port + 10}:10921",
+                     "-e", "ROCKETMQ_EMULATOR_ADVERTISED_HOST=127.0.0.1",
+                     "-e", f"ROCKETMQ_EMULATOR_ADVERTISED_PORT={broker_port}", "-e", "ROCKETMQ_EMULATOR_BROKERS=2",
+                     "-e", "ROCKETMQ_EMULATOR_TRACE=-", "-e", "ROCKETMQ_EMULATOR_TRACE_CODES=SEND_MESSAGE_V2")
+    ns = f"127.0.0.1:{ns_port}"
+    async with Admin(ns) as admin:
+        assert sorted(b.addr for b in await admin.cluster_list()) == [f"127.0.0.1:{broker_port}",
+                                                                      f"127.0.0.1:{broker_port + 10}"]
+        await admin.create_topic("Both", 2, 2)
+    async with Producer("two_pg", namesrv=ns) as producer:
+        brokers = {(await producer.send("Both", f"m{i}")).queue.broker_name for i in range(8)}
+    assert brokers == {"broker-a", "broker-b"}
+    logs = podman.logs(name)
+    assert logs.count("<- SEND_MESSAGE_V2(310)") == 8 and "[broker broker-b]" in logs, logs[-3000:]

@@ -64,3 +64,58 @@ def test_passes(rocketmq_broker):
         assert (kept / "config" / "consumerOffset.json").is_file() and (kept.parent / "emulator.log").is_file()
     finally:
         shutil.rmtree(kept.parent, ignore_errors=True)
+
+
+def test_a_failed_test_report_shows_the_wire_trace_of_that_test(pytester):
+    project(pytester, test_trace="""
+import pytest
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_passes(rocketmq_producer, rocketmq_topic):
+    producer = await rocketmq_producer()
+    await producer.send(rocketmq_topic, b"first test")
+
+async def test_fails(rocketmq_producer, rocketmq_topic):
+    producer = await rocketmq_producer()
+    await producer.send(rocketmq_topic, b"second test")
+    assert False, "the consumer got nothing"
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    section = out.split("rocketmq wire trace (call)", 1)[1]
+    assert "<- SEND_MESSAGE_V2(310)" in section and "-> answer to SEND_MESSAGE_V2: SUCCESS(0)" in section
+    assert "b=t_test_fails" in section and "t_test_passes" not in section  # only what this test exchanged
+
+    quiet = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-no-trace")
+    quiet.assert_outcomes(passed=1, failed=1)
+    assert "rocketmq wire trace" not in quiet.stdout.str()
+
+
+def test_rocketmq_brokers_runs_several_and_one_can_be_taken_away(pytester):
+    project(pytester, test_cluster="""
+import pytest
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_two_brokers(rocketmq_broker, rocketmq_topic, rocketmq_producer):
+    async with rocketmq_broker.admin() as admin:
+        route = await admin.topic_route(rocketmq_topic)
+    assert sorted(b.broker_name for b in route.broker_datas) == ["broker-a", "broker-b"]
+    rocketmq_broker.stop_broker("broker-b")
+    async with rocketmq_broker.admin() as admin:
+        route = await admin.topic_route(rocketmq_topic)
+    assert [b.broker_name for b in route.broker_datas] == ["broker-a"]
+    producer = await rocketmq_producer()
+    result = await producer.send(rocketmq_topic, b"while broker-b is away")
+    assert result.queue.broker_name == "broker-a"
+    rocketmq_broker.start_broker("broker-b")
+    async with rocketmq_broker.admin() as admin:
+        route = await admin.topic_route(rocketmq_topic)
+    assert sorted(b.broker_name for b in route.broker_datas) == ["broker-a", "broker-b"]
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-brokers", "2")
+    result.assert_outcomes(passed=1)

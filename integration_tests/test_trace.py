@@ -1,0 +1,140 @@
+"""The wire trace (`serve --trace`): a C++ produce/consume session and a reset, decoded line by line; the filters;
+`rocketmq-emulator trace FILE`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from integration_tests.cppclient import run_driver, start_driver
+from integration_tests.test_cpp_client import wait_until
+from integration_tests.rawclient import RawClient
+from integration_tests.test_broker_protocol import pull_request, send_request
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def requests_named(recs: list[dict], name: str) -> list[dict]:
+    return [r for r in recs if r["kind"] == "request" and r["name"] == name]
+
+
+def answers_to(recs: list[dict], request: dict) -> list[dict]:
+    return [r for r in recs if r["kind"] == "response" and r["opaque"] == request["opaque"]
+            and r["peer"] == request["peer"] and r["port"] == request["port"] and r["dir"] != request["dir"]]
+
+
+def test_trace_of_a_cpp_session_and_a_reset(emulator_factory, cpp_home, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    emu = emulator_factory(wire_trace=str(trace), wire_trace_format="json")
+    produced = run_driver(["produce", "--namesrv", emu.namesrv_addr, "--topic", "TraceT", "--group", "TP",
+                           "--count", "5", "--tags", "TagA", "--keys", "key{i}"], timeout=60, home=cpp_home).events
+    assert sum(1 for e in produced if e["event"] == "sent") == 5
+    consumer = start_driver(["push", "--namesrv", emu.namesrv_addr, "--topic", "TraceT", "--group", "TG",
+                             "--duration", "60"], timeout=90, home=cpp_home)
+    try:
+        assert wait_until(lambda: len(consumer.of("received")) >= 5, 30), consumer.events[-3:]
+        reset = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", "resetOffsetByTime",
+                                "-n", emu.namesrv_addr, "-g", "TG", "-t", "TraceT", "-s", "0"],
+                               capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert reset.returncode == 0, reset.stderr
+        assert wait_until(lambda: len(consumer.of("received")) >= 10, 30)  # re-consumed after the reset
+    finally:
+        consumer.stop()
+        consumer.wait()
+    emu.stop()  # the tracer writes what it has queued
+    recs = records(trace)
+
+    sends = [r for r in requests_named(recs, "SEND_MESSAGE") if r["header"].get("topic") == "TraceT"]  # C++: long names
+    assert len(sends) == 5 and all(r["language"] == "CPP" and r["port"] == "broker broker-a" for r in sends)
+    assert all(r["body"]["messages"] == 1 and "KEYS\x01key" in r["header"]["properties"] for r in sends)
+    for send in sends:
+        (answer,) = answers_to(recs, send)
+        assert answer["name"] == "SUCCESS" and answer["request"] == "SEND_MESSAGE"
+        assert {"msgId", "queueId", "queueOffset"} <= set(answer["header"])
+    routes = requests_named(recs, "GET_ROUTEINFO_BY_TOPIC")
+    assert any(r["port"] == "namesrv" and r["header"]["topic"] == "TraceT" for r in routes)
+    heartbeat = next(r for r in requests_named(recs, "HEART_BEAT") if '"TG"' in r["body"].get("json", ""))
+    client_id = re.search(r'"clientID":"([^"]+)"', heartbeat["body"]["json"]).group(1)
+    pulls = [r for r in requests_named(recs, "PULL_MESSAGE") if r["header"]["topic"] == "TraceT"]
+    found = [a for p in pulls for a in answers_to(recs, p) if a["name"] == "SUCCESS"]
+    assert sum(a["body"]["messages"] for a in found) >= 10
+    for pull, answer in ((p, a) for p in pulls for a in answers_to(recs, p) if a["name"] == "SUCCESS"):
+        first, last = answer["body"]["queue_offsets"]
+        assert answer["body"]["queue_id"] == int(pull["header"]["queueId"])
+        assert first == int(pull["header"]["queueOffset"]) and last - first + 1 == answer["body"]["messages"]
+    assert all(p.get("client") == client_id for p in pulls)  # known once the heartbeat named it
+    # the reset, end to end: the admin's request and answer, then the broker's request to the C++ client
+    (invoke,) = requests_named(recs, "INVOKE_BROKER_TO_RESET_OFFSET")
+    assert invoke["header"]["group"] == "TG" and answers_to(recs, invoke)[0]["name"] == "SUCCESS"
+    (to_client,) = requests_named(recs, "RESET_CONSUMER_CLIENT_OFFSET")
+    assert to_client["dir"] == "out" and to_client["flag"] & 2 and to_client["client"] == client_id
+    assert to_client["header"]["group"] == "TG" and to_client["header"]["topic"] == "TraceT"
+    assert to_client["language"] == "CPP" and "offsetTable" in to_client["body"]["json"]
+
+    printed = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "trace", str(trace), "--codes",
+                              "RESET_CONSUMER_CLIENT_OFFSET,INVOKE_BROKER_TO_RESET_OFFSET"],
+                             capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert printed.returncode == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    assert len(lines) == 3, lines  # the admin's request, its answer, the request to the client (oneway)
+    assert any("-> RESET_CONSUMER_CLIENT_OFFSET(220)" in line and "oneway" in line and client_id in line
+               for line in lines), lines
+
+
+def _traffic(emu) -> None:
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
+            for topic in ("FA", "FB"):
+                assert (await c.request(send_request(topic))).code == 0
+                await c.request(pull_request(topic, 0, suspend_ms=0, group="GA" if topic == "FA" else "GB"))
+    asyncio.run(scenario())
+
+
+def test_trace_filters_by_code_group_and_topic(emulator_factory, tmp_path):
+    for name, overrides, check in (
+            ("codes", {"wire_trace_codes": frozenset({11})}, lambda r: r.get("request_code", r["code"]) == 11),
+            ("group", {"wire_trace_group": "GB"}, lambda r: r["kind"] == "response" or r["header"].get(
+                "consumerGroup") == "GB"),
+            ("topic", {"wire_trace_topic": "FA"}, lambda r: r["kind"] == "response" or "FA" in (
+                r["header"].get("topic"), r["header"].get("b")))):
+        trace = tmp_path / f"{name}.jsonl"
+        emu = emulator_factory(wire_trace=str(trace), wire_trace_format="json", **overrides)
+        _traffic(emu)
+        emu.stop()
+        recs = records(trace)
+        assert recs and all(check(r) for r in recs), (name, recs)
+        assert any(r["kind"] == "response" for r in recs), name  # answers follow their requests
+    assert {r["header"]["topic"] for r in records(tmp_path / "codes.jsonl") if r["kind"] == "request"} == {"FA", "FB"}
+
+
+def test_text_trace_to_a_file_from_the_command_line(tmp_path):
+    from integration_tests.conftest import free_broker_port, free_port
+    trace = tmp_path / "trace.txt"
+    ns, bp = free_port(), free_broker_port()
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral",
+                             "--namesrv-port", str(ns), "--broker-port", str(bp), "--trace", str(trace),
+                             "--trace-codes", "SEND_MESSAGE_V2"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while "ready" not in proc.stderr.readline():
+            assert time.monotonic() < deadline
+        sent = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "produce", "-n", f"127.0.0.1:{ns}",
+                               "-t", "TextTrace", "-m", "hello", "-c", "2"], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT)
+        assert sent.returncode == 0, sent.stderr
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    lines = trace.read_text().splitlines()
+    assert len(lines) == 4, lines  # two sends and their answers, nothing else
+    assert "<- SEND_MESSAGE_V2(310)" in lines[0] and "b=TextTrace" in lines[0] and "body=bytes=5 messages=1" in lines[0]
+    assert "-> answer to SEND_MESSAGE_V2: SUCCESS(0)" in lines[1] and "queueOffset=" in lines[1]
