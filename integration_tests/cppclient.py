@@ -32,8 +32,9 @@ DRIVER = Path(__file__).resolve().with_name("cpp_driver.py")
 class DriverHandle:
     """A running driver: `events` fills in as lines arrive (non-JSON stdout lines go to `noise`)."""
 
-    def __init__(self, proc: subprocess.Popen, timeout: float) -> None:
+    def __init__(self, proc: subprocess.Popen, timeout: float, home: Path | None = None) -> None:
         self.proc = proc
+        self.home = home
         self.events: list[dict] = []
         self.noise: list[str] = []
         self.timed_out = False
@@ -127,7 +128,20 @@ class DriverHandle:
         lines += [json.dumps(e) for e in self.events] + self.noise
         if self.stderr:
             lines.append("stderr:\n" + self.stderr[-4000:])
+        complaints = self.client_log_complaints()
+        if complaints:
+            lines.append("C++ client log (warnings and errors):\n" + "\n".join(complaints[-40:]))
         return "\n".join(lines)
+
+    def client_log_complaints(self) -> list[str]:
+        """The (warning) and (error) lines of this process's own C++ client log ($HOME/logs/rocketmq-cpp)."""
+        if self.home is None:
+            return []
+        out = []
+        for log in sorted((self.home / "logs" / "rocketmq-cpp").glob(f"{self.proc.pid}_*")):
+            with open(log, errors="replace") as f:
+                out += [line.rstrip() for line in f if "](error)" in line or "](warning)" in line]
+        return out
 
     def __enter__(self) -> DriverHandle:
         return self
@@ -145,7 +159,7 @@ def start_driver(args: Sequence[str], *, timeout: float, home: str | os.PathLike
     proc = subprocess.Popen([python or sys.executable, str(DRIVER), *map(str, args)], cwd=home, env=full_env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, errors="replace")
-    return DriverHandle(proc, timeout)
+    return DriverHandle(proc, timeout, home)
 
 
 def run_driver(args: Sequence[str], *, timeout: float, home: str | os.PathLike,
