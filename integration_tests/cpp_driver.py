@@ -6,6 +6,7 @@ Run as a subprocess; prints one JSON object per line on stdout for each event, f
     python cpp_driver.py produce --namesrv 127.0.0.1:9876 --topic T --group G --count 3 [--tags A] [--keys k{i}]
                                  [--body-prefix "msg "] [--property K=V ...] [--batch SIZE] [--send-timeout-ms MS]
         -> {"event":"sent","i":..,"status":"OK","msg_id":..,"offset":..} | {"event":"send_error","i":..,"error":..}
+           a send that failed only inside the client (see ClientLog) is repeated after {"event":"send_retry",..}
     python cpp_driver.py push --namesrv ... --topic T --group G [--model clustering|broadcasting]
                               [--expression '*'] [--duration S] [--expect N] [--fail-first K] [--fail-mode raise|status]
                               [--instance-name X] [--show-property NAME ...]
@@ -72,6 +73,44 @@ def describe(msg, extra_properties=()) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------
+class ClientLog:
+    """This process's own C++ client log ($HOME/logs/rocketmq-cpp/<pid>_*; the library flushes every line).
+
+    The client's sendSync tries up to five queues and, when all fail, raises "No route info of this topic"
+    whatever the cause. One cause never reaches a broker: another client thread holds the transport table
+    lock (it is connecting), and the client's timed lock gives up at once ("GetTransport of:... get
+    timed_mutex timeout"). Such a send is safe to repeat; a broker's error answer is not retried here.
+    """
+
+    def __init__(self) -> None:
+        self.folder = os.path.join(os.environ.get("HOME", "."), "logs", "rocketmq-cpp")
+        self.offsets: dict[str, int] = {}
+
+    def _files(self) -> list[str]:
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        return sorted(os.path.join(self.folder, n) for n in names if n.startswith(f"{os.getpid()}_"))
+
+    def skip_to_end(self) -> None:
+        self.offsets = {path: os.path.getsize(path) for path in self._files()}
+
+    def new_lines(self) -> list[str]:
+        lines = []
+        for path in self._files():
+            with open(path, "rb") as f:
+                f.seek(self.offsets.get(path, 0))
+                lines += f.read().decode("utf-8", "replace").splitlines()
+        return lines
+
+    def only_transport_lock_timeouts(self) -> bool:
+        lines = self.new_lines()
+        lock_timeouts = sum("get timed_mutex timeout" in line for line in lines)
+        failed_attempts = sum("send failed of times" in line for line in lines)
+        return lock_timeouts > 0 and lock_timeouts == failed_attempts
+
+
 def produce(args) -> int:
     producer = Producer(args.group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
@@ -92,16 +131,29 @@ def produce(args) -> int:
 
     ok = failed = 0
     step = args.batch or 1
+    log = ClientLog()
     for first in range(0, args.count, step):
         indexes = list(range(first, min(first + step, args.count)))
-        try:
-            if args.batch:
-                result = producer.send_batch([build(i) for i in indexes])
-            else:
-                result = producer.send_sync(build(first))
-        except Exception as exc:  # noqa: BLE001 - report every client error as an event
-            failed += len(indexes)
-            emit("send_error", i=first, n=len(indexes), error=f"{type(exc).__name__}: {exc}")
+        for attempt in range(1, 4):
+            log.skip_to_end()
+            try:
+                if args.batch:
+                    result = producer.send_batch([build(i) for i in indexes])
+                else:
+                    result = producer.send_sync(build(first))
+                break
+            except Exception as exc:  # noqa: BLE001 - report every client error as an event
+                error = f"{type(exc).__name__}: {exc}"
+                if attempt < 3 and log.only_transport_lock_timeouts():
+                    emit("send_retry", i=first, n=len(indexes), error=error,
+                         reason="every attempt failed inside the client: transport table lock busy")
+                    time.sleep(0.2)
+                    continue
+                result = None
+                failed += len(indexes)
+                emit("send_error", i=first, n=len(indexes), error=error)
+                break
+        if result is None:
             continue
         ok += len(indexes) if result.status.name == "OK" else 0
         emit("sent", i=first, n=len(indexes), status=result.status.name, msg_id=result.msg_id,
