@@ -102,7 +102,7 @@ async def test_volume_backed_store_survives_a_new_container(container):
         podman.remove_volume(volume)
 
 
-async def test_several_brokers_and_a_trace_from_the_environment(container):
+async def test_several_brokers_stop_start_and_a_trace_from_the_environment(container):
     from integration_tests.conftest import free_broker_port
     ns_port, broker_port = free_port(), free_broker_port(2)
     name = container("-p", f"{ns_port}:9876", "-p", f"{broker_port}:10911", "-p", f"{broker_port + 10}:10921",
@@ -117,5 +117,15 @@ async def test_several_brokers_and_a_trace_from_the_environment(container):
     async with Producer("two_pg", namesrv=ns) as producer:
         brokers = {(await producer.send("Both", f"m{i}")).queue.broker_name for i in range(8)}
     assert brokers == {"broker-a", "broker-b"}
+    # take broker-b away inside the container and bring it back (same store: its message is still there)
+    async with Admin(ns) as admin:
+        await admin.stop_broker("broker-b")
+        assert [b.broker_name for b in await admin.cluster_list()] == ["broker-a"]
+        assert [b.broker_name for b in (await admin.topic_route("Both")).broker_datas] == ["broker-a"]
+        await admin.start_broker("broker-b")
+        assert sorted(b.broker_name for b in await admin.cluster_list()) == ["broker-a", "broker-b"]
+        status = await admin.topic_status("Both")
+        assert {mq.broker_name for mq, off in status.items() if off.max_offset > 0} == {"broker-a", "broker-b"}
+        assert sum(off.max_offset for off in status.values()) == 8
     logs = podman.logs(name)
     assert logs.count("<- SEND_MESSAGE_V2(310)") == 8 and "[broker broker-b]" in logs, logs[-3000:]
