@@ -242,8 +242,10 @@ async def drive_many(port: int, frames: list[bytes], total: int, connections: in
 class Broker:
     """One broker process under test: this checkout's, or a git revision's (`pythonpath` from `checkout`)."""
 
-    def __init__(self, label: str, pythonpath: Path | None = None, extra: tuple[str, ...] = ()) -> None:
+    def __init__(self, label: str, pythonpath: Path | None = None, extra: tuple[str, ...] = (),
+                 trace_file: Path | None = None) -> None:
         self.label = label
+        self.trace_file = trace_file  # with `serve --trace FILE`: the file its renderer writes
         self.ns_port, self.port = free_port(), free_port()
         self.proc, self.startup = start_broker(self.ns_port, self.port, pythonpath, extra)
         self.figures: dict[str, list[float]] = {}
@@ -281,10 +283,16 @@ class Broker:
         frames = pull_frames("BenchPull", PULL_PER_QUEUE)
         elapsed, ok, _ = asyncio.run(drive(port, frames, len(frames)))
         add("pull", []).append(ok * 32 / elapsed)
+        self.wait_for_trace()  # the latency at 10k msg/s is a steady state, not the renderer's backlog of a burst
         lat = asyncio.run(drive_fixed_rate(port, send_frames("BenchLatency", 100), 10_000, min(seconds, 3)))
         add("p50", []).append(lat[len(lat) // 2] * 1000)
         add("p99", []).append(lat[int(len(lat) * 0.99)] * 1000)
         self.stored += len(lat)
+
+    def wait_for_trace(self) -> None:
+        """With the trace on: until the renderer has written its backlog (the file stops growing)."""
+        if self.trace_file is not None:
+            wait_until_quiet(self.trace_file, quiet=0.5, limit=30.0)
 
     def median(self, key: str) -> float:
         return statistics.median(self.figures[key])
@@ -354,7 +362,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.compare:
             brokers.append(Broker(args.compare, checkout(args.compare, Path(tmp))))
         if args.trace_cost:
-            brokers.append(Broker("this checkout, --trace", extra=("--trace", str(Path(tmp) / "trace.log"))))
+            trace = Path(tmp) / "trace.log"
+            brokers.append(Broker("this checkout, --trace", extra=("--trace", str(trace)), trace_file=trace))
         try:
             time.sleep(0.5)
             for b in brokers:
@@ -365,9 +374,7 @@ def main(argv: list[str] | None = None) -> None:
                 for b in brokers:  # alternating: a slow spell of the machine hits both
                     print(f"  round {r + 1}/{rounds}: {b.label} ...", flush=True)
                     b.measure(args.seconds)
-                    if b.label.endswith("--trace"):
-                        # the renderer's backlog must not slow the next one
-                        wait_until_quiet(Path(tmp) / "trace.log", quiet=0.5, limit=30.0)
+                    b.wait_for_trace()  # the renderer's backlog must not slow the next one
             for b in brokers:
                 print(f"broker ({b.label}), median of {rounds}:", flush=True)
                 for key, label, unit in FIGURES:
