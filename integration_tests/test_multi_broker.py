@@ -1,6 +1,7 @@
 """Several brokers in one process (`serve --brokers N`): a topic on all of them, the C++ client's producer and
-consumer spread over both, a broker taken away and brought back (`admin stopBroker` / `startBroker`) while
-clients run, and resetOffsetByTime over both."""
+consumers (clustering and broadcasting) and this project's consumers (clustering and broadcasting) spread over
+both, a broker taken away and brought back (`admin stopBroker` / `startBroker`) while clients run, and
+resetOffsetByTime over both in each mode."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from integration_tests.conftest import free_broker_port, free_port
 from integration_tests.cppclient import run_driver, start_driver
 from integration_tests.test_cpp_client import held_pulls_on_loop, wait_until
-from rocketmq_emulator.client import FIRST_OFFSET, Admin, ClientConfig, ConsumeResult, Producer, PushConsumer
+from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, ClientConfig, ConsumeResult, Producer, PushConsumer
 from rocketmq_emulator.protocol.message import MessageExt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,6 +208,46 @@ def test_reset_offset_by_time_resets_the_queues_of_both_brokers(emulator_factory
     assert sorted((r.queue.broker_name, r.queue.queue_id, r.offset) for r in rows) == [
         ("broker-a", 0, 0), ("broker-a", 1, 0), ("broker-b", 0, 0), ("broker-b", 1, 0)]
     assert sorted(seen[40:]) == sorted(f"r-{i}" for i in range(40))
+
+
+def test_asyncio_broadcasting_consumers_get_both_brokers_and_a_reset_spans_them(emulator_factory, tmp_path):
+    emu = emulator_factory(brokers=2)
+    ns = emu.namesrv_addr
+    config = ClientConfig(namesrv=ns, **FAST)
+    held = lambda: emu.call(lambda: sum(held_pulls_on_loop(b, "MBC") for b in emu.emulator.brokers))  # noqa: E731
+
+    async def scenario() -> tuple[dict[str, list[str]], object]:
+        async with Admin(ns) as admin:
+            await admin.create_topic("MBC", 2, 2)
+        seen: dict[str, list[str]] = {"x": [], "y": []}
+        consumers = []
+        for name, got in seen.items():
+            c = PushConsumer("MBCG", config=config, message_model=BROADCASTING, instance_name=name,
+                             offset_store_dir=str(tmp_path), rebalance_interval=0.5)
+            c.subscribe("MBC", "*")
+            c.on_message(lambda m, got=got: got.append(m.text))
+            consumers.append(c)
+        async with consumers[0], consumers[1]:
+            await wait_for(lambda: held() >= 8, 20)  # each member waits on all four queues of both brokers
+            async with Producer("MBCP", config=config) as producer:
+                brokers = {(await producer.send("MBC", f"b-{i}")).queue.broker_name for i in range(40)}
+            assert brokers == {"broker-a", "broker-b"}
+            await wait_for(lambda: all(len(got) >= 40 for got in seen.values()), 20)
+            await asyncio.sleep(0.6)  # positions reported by the pulls
+            async with Admin(ns) as admin:
+                progress = await admin.consumer_progress("MBCG", "MBC")
+                result = await admin.reset_offset_by_timestamp("MBCG", "MBC", 0)
+            await wait_for(lambda: all(len(got) >= 80 for got in seen.values()), 20)  # again, from both brokers
+        return seen, progress, result.rows
+
+    seen, progress, rows = asyncio.run(scenario())
+    for got in seen.values():
+        assert sorted(got[:40]) == sorted(got[40:]) == sorted(f"b-{i}" for i in range(40))
+    assert sorted((mq.broker_name, mq.queue_id) for mq in progress.offset_table) == [
+        ("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+    assert progress.total_diff() == 0
+    assert sorted((r.queue.broker_name, r.queue.queue_id, r.offset) for r in rows) == [
+        ("broker-a", 0, 0), ("broker-a", 1, 0), ("broker-b", 0, 0), ("broker-b", 1, 0)]
 
 
 def test_serve_brokers_from_the_command_line(tmp_path):
