@@ -393,8 +393,8 @@ def main(argv: list[str] | None = None) -> None:
                     say(label + (" (lower is better)" if unit == "ms" else ""),
                         f"{mine.median(key) / theirs.median(key):.2f}x")
             if args.trace_cost:
-                trace = Path(tmp) / "trace.log"
-                text = trace.read_text(errors="replace") if trace.exists() else ""
+                trace = brokers[-1].trace_file
+                text = trace.read_text(errors="replace") if trace is not None and trace.exists() else ""
                 dropped = sum(int(n) for n in DROPPED.findall(text))
                 say("trace lines written / dropped", f"{text.count(chr(10)):,} / {dropped:,}")
             for b in brokers[1:]:

@@ -60,10 +60,7 @@ class Emulator:
 
     def servers(self) -> list[RemotingServer]:
         """Every listening port: the name server's, then each broker's (and its VIP port)."""
-        out = [self.namesrv.server]
-        for b in self.brokers:
-            out += [b.server] + ([b.vip_server] if b.vip_server is not None else [])
-        return out
+        return [self.namesrv.server, *(s for b in self.brokers for s in _broker_servers(b))]
 
     @property
     def broker(self) -> BrokerController:
@@ -139,9 +136,8 @@ class Emulator:
         if old.vip_server is None:  # no VIP port the first time (port 0, or taken): none now either
             old.config.vip_channel_enabled = False
         broker = BrokerController(old.config, self.namesrv.routes)
-        for server in (broker.server, broker.vip_server):
-            if server is not None:
-                server.tracer = self.tracer
+        for server in _broker_servers(broker):
+            server.tracer = self.tracer
         await broker.start()
         self.brokers[self.brokers.index(old)] = broker
         self.stopped.discard(name)
@@ -172,6 +168,10 @@ class Emulator:
             namesrv = f"{self.config.advertised_host or '127.0.0.1'}:{self.namesrv.port}"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}, "
                 f"cluster {self.config.cluster_name}, store {store}")
+
+
+def _broker_servers(broker: BrokerController) -> list[RemotingServer]:
+    return [broker.server] + ([broker.vip_server] if broker.vip_server is not None else [])
 
 
 def broker_config(config: BrokerConfig, index: int) -> BrokerConfig:

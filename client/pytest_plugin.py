@@ -67,12 +67,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "requests and answers exchanged during the test)")
 
 
-_TRACE = pytest.StashKey[Path]()
-_TRACE_START = pytest.StashKey[int]()
+_TRACE = pytest.StashKey[Path]()  # the session emulator's trace file
+_TRACE_START = pytest.StashKey[int]()  # its size when a test started
+_TRACE_SINCE = pytest.StashKey[str]()  # the trace time when a test started
 TRACE_LINES = 300  # at most this many of a failed test's trace lines go into its report
-
-
-_TRACE_SINCE = pytest.StashKey[str]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -173,45 +171,37 @@ class RocketMQBroker:
         return Admin(self.namesrv_addr, instance_name=f"pytest-admin-{uuid.uuid4().hex[:12]}")
 
     def create_topic(self, topic: str, queues: int = 4) -> str:
-        async def create() -> None:
-            async with self.admin() as admin:
-                await admin.create_topic(topic, queues, queues)
-        _in_thread(create)
+        self._with_admin(lambda admin: admin.create_topic(topic, queues, queues))
         return topic
 
     # -- faults -------------------------------------------------------------------------------------
     def expire_now(self, topic: str | None = None) -> dict[str, int]:
         """Every message stored so far expires (seed 001): each queue's min offset moves to its max."""
-        async def expire() -> dict[str, int]:
-            async with self.admin() as admin:
-                return await admin.expire_now(topic)
-        return self._emulator_only(expire, "expire_now")
+        return self._emulator_only(lambda admin: admin.expire_now(topic), "expire_now")
 
     def drop_connections(self) -> int:
         """Close every client connection of the broker; clients must reconnect. Returns how many were closed."""
-        async def drop() -> dict[str, int]:
-            async with self.admin() as admin:
-                return await admin.drop_connections()
-        return sum(self._emulator_only(drop, "drop_connections").values())
+        return sum(self._emulator_only(lambda admin: admin.drop_connections(), "drop_connections").values())
 
     def stop_broker(self, broker_name: str, route_delay: float = 0.0) -> None:
         """Take one broker away (`--rocketmq-brokers N`): a clean stop; the name server drops its routes at once
         or `route_delay` seconds later. Clients rebalance onto the other brokers."""
-        async def stop() -> str:
-            async with self.admin() as admin:
-                return await admin.stop_broker(broker_name, route_delay)
-        self._emulator_only(stop, "stop_broker")
+        self._emulator_only(lambda admin: admin.stop_broker(broker_name, route_delay), "stop_broker")
 
     def start_broker(self, broker_name: str) -> None:
         """Bring a broker taken away with `stop_broker` back (same store and ports)."""
-        async def start() -> str:
-            async with self.admin() as admin:
-                return await admin.start_broker(broker_name)
-        self._emulator_only(start, "start_broker")
+        self._emulator_only(lambda admin: admin.start_broker(broker_name), "start_broker")
 
-    def _emulator_only(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+    def _with_admin(self, call: Callable[[Admin], Awaitable[T]]) -> T:
+        """`call(admin)` with a fresh Admin, run to the end on a worker thread's loop."""
+        async def run() -> T:
+            async with self.admin() as admin:
+                return await call(admin)
+        return _in_thread(run)
+
+    def _emulator_only(self, call: Callable[[Admin], Awaitable[T]], what: str) -> T:
         try:
-            return _in_thread(fn)
+            return self._with_admin(call)
         except BrokerResponseError as exc:
             if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
                 pytest.skip(f"{what}() needs rocketmq-emulator; the broker behind {self.namesrv_addr} is another")
@@ -329,11 +319,10 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
         return
     root = Path(tempfile.mkdtemp(prefix="rocketmq-emulator-pytest-"))
     log_path = root / "emulator.log"
-    trace = root / "trace.log"
-    brokers = request.config.getoption("rocketmq_brokers")
-    broker = launch_emulator(root, *(() if request.config.getoption("rocketmq_no_trace") else ("--trace", str(trace))),
-                             brokers=brokers)
-    if not request.config.getoption("rocketmq_no_trace"):
+    trace = None if request.config.getoption("rocketmq_no_trace") else root / "trace.log"
+    broker = launch_emulator(root, *(("--trace", str(trace)) if trace is not None else ()),
+                             brokers=request.config.getoption("rocketmq_brokers"))
+    if trace is not None:
         request.config.stash[_TRACE] = trace
     try:
         yield broker

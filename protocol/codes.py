@@ -174,6 +174,13 @@ def request_code_name(code: int) -> str:
         return "5.x request" if is_5x_request_code(code) else "unknown request"
 
 
+def response_code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
 class ResponseCode(IntEnum):
     SUCCESS = 0
     SYSTEM_ERROR = 1

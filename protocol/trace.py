@@ -23,19 +23,18 @@ from typing import IO, Any, Iterable
 
 import msgspec
 
-from .codes import RequestCode, ResponseCode, request_code_name
+from .codes import RequestCode, request_code_name, response_code_name
 from .command import RemotingCommand
 from .errors import ProtocolError
-from .message import iter_batch
+from .message import POS_PHYSICAL_OFFSET, POS_QUEUE_ID, POS_QUEUE_OFFSET, POS_TOTAL_SIZE, iter_batch
 
 
 _SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 _GROUP_FIELDS = ("consumerGroup", "producerGroup", "group", "a")
 _TOPIC_FIELDS = ("topic", "b")
 _MAX_PENDING = 20_000  # per connection and direction: requests still waiting for their traced answer
-_SIZE = struct.Struct(">i")
-_QUEUE = struct.Struct(">i")
-_OFFSET = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
 _LEN = struct.Struct(">I")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
@@ -63,13 +62,6 @@ def parse_codes(text: str) -> frozenset[int]:
     if not codes:
         raise ValueError("no request code given")
     return frozenset(codes)
-
-
-def response_code_name(code: int) -> str:
-    try:
-        return ResponseCode(code).name
-    except ValueError:
-        return str(code)
 
 
 class TraceFilter:
@@ -227,10 +219,11 @@ def _records_summary(body: bytes) -> dict[str, Any]:
     """Count, queue id and first/last queue offset of a PULL body, from the records' fixed fields only."""
     pos, n, first, last, queue_id = 0, 0, -1, -1, -1
     end = len(body)
-    while pos + 28 <= end:
-        size, queue, offset = _SIZE.unpack_from(body, pos)[0], _QUEUE.unpack_from(body, pos + 12)[0], \
-            _OFFSET.unpack_from(body, pos + 20)[0]
-        if size < 28 or pos + size > end:
+    while pos + POS_PHYSICAL_OFFSET <= end:  # the fields read end where PHYSICALOFFSET begins
+        size = _INT.unpack_from(body, pos + POS_TOTAL_SIZE)[0]
+        queue = _INT.unpack_from(body, pos + POS_QUEUE_ID)[0]
+        offset = _LONG.unpack_from(body, pos + POS_QUEUE_OFFSET)[0]
+        if size < POS_PHYSICAL_OFFSET or pos + size > end:
             return {"messages": n, "undecodable": f"a record of {size} bytes at {pos}"}
         if n == 0:
             first, queue_id = offset, queue

@@ -182,29 +182,25 @@ class RemotingConnection(asyncio.Protocol):
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
                     continue
-                if runs:
-                    handler = runs.get(cmd.code)
-                    if handler is not None:
-                        if handler is not run_handler and run:
-                            self._run_received(run_handler, run)  # type: ignore[arg-type]
-                            run = []
-                        run_handler = handler
-                        run.append(cmd)
-                        continue
-                    if run:
-                        self._run_received(run_handler, run)  # type: ignore[arg-type]
-                        run = []
-                self._request_received(cmd)
+                handler = runs.get(cmd.code) if runs else None
+                if run and handler is not run_handler:  # the run so far ends here
+                    self._run_received(run_handler, run)  # type: ignore[arg-type]
+                    run = []
+                if handler is not None:
+                    run_handler = handler
+                    run.append(cmd)
+                else:
+                    self._request_received(cmd)
         except ProtocolError as exc:
             log.warning("%s %s: malformed frame, closing the connection: %s", self.name, self.addr, exc)
-            if run:
-                self._run_received(run_handler, run)  # type: ignore[arg-type]
-            self._flush_out(out)
-            self.close()
-            return
+            malformed = True
+        else:
+            malformed = False
         if run:
             self._run_received(run_handler, run)  # type: ignore[arg-type]
-        self._flush_out(out)
+        self._flush_out(out)  # the answers to the frames before a malformed one still go out
+        if malformed:
+            self.close()
 
     def _flush_out(self, out: list[bytes]) -> None:
         self._out = None

@@ -197,8 +197,7 @@ class CommitLog:
         Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
         first = msgs[0]
         born = first.born_host
-        fixed, _ = self._fixed_for(born, 0)
-        v6_bits = self._host_bits | (_BORN_V6 if len(born) == 16 else 0)
+        fixed, v6_bits = self._fixed_for(born, 0)  # the host-variant sys-flag bits, for every record
         max_body = self.max_message_size
         cache = self._topic_prefix
         prefixes = []  # kept here: `_prefix` may clear the cache while this loop fills it
@@ -221,13 +220,10 @@ class CommitLog:
             total += size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-        files = self.queue.files
-        mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            try:
-                mf = self._roll(total)
-            except OSError:
-                return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
+        try:
+            mf = self._roll(total)
+        except OSError:
+            return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
         start = mf.wrote_position
         if start + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
                 not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):

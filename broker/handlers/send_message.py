@@ -107,17 +107,21 @@ class SendMessageProcessor:
         for i, req in enumerate(reqs):
             try:
                 h, topic, queue_id, sys_flag, born = self._route(req, conn)
-                raw = (h.properties or "").encode()
-                msg = None if h.batch or req.serialize_type != SerializeType.JSON else \
-                    self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, raw)
-                if msg is None:
-                    if run:
-                        self._store_run(reqs, run_at, run, answers)
-                        run_at, run = [], []
-                    answers[i] = self._send_routed(req, h, topic, queue_id, sys_flag, born, conn, raw)
+                msg = None if h.batch else \
+                    self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, (h.properties or "").encode())
+                if msg is not None and req.serialize_type == SerializeType.JSON:
+                    run.append(msg)
+                    run_at.append(i)
                     continue
-                run.append(msg)
-                run_at.append(i)
+                if run:
+                    self._store_run(reqs, run_at, run, answers)
+                    run_at, run = [], []
+                if h.batch:
+                    answers[i] = self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
+                elif msg is not None:  # a plain message with a binary header: answered in its own serialization
+                    answers[i] = self._stored(req, msg, self.broker.store.put_message(msg))
+                else:
+                    answers[i] = self._send_full(req, h, topic, queue_id, sys_flag, born, conn)
             except Exception as exc:  # noqa: BLE001 - answered as the single handler's failure would be
                 answers[i] = exc
         if run:
@@ -150,7 +154,12 @@ class SendMessageProcessor:
     # -- one request --------------------------------------------------------------------------------
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h, topic, queue_id, sys_flag, born = self._route(req, conn)
-        return self._send_routed(req, h, topic, queue_id, sys_flag, born, conn, (h.properties or "").encode())
+        if h.batch:
+            return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
+        msg = self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, (h.properties or "").encode())
+        if msg is not None:
+            return self._stored(req, msg, self.broker.store.put_message(msg))
+        return self._send_full(req, h, topic, queue_id, sys_flag, born, conn)
 
     def _route(self, req: RemotingCommand, conn: RemotingConnection
                ) -> tuple[SendMessageRequestHeader, str, int, int, bytes]:
@@ -181,13 +190,10 @@ class SendMessageProcessor:
             sys_flag |= MessageSysFlag.MULTI_TAGS
         return h, topic, queue_id, sys_flag, born
 
-    def _send_routed(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
-                     sys_flag: int, born: bytes, conn: RemotingConnection, raw: bytes) -> RemotingCommand:
-        if h.batch:
-            return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
-        msg = self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, raw)
-        if msg is not None:
-            return self._stored(req, msg, self.broker.store.put_message(msg))
+    def _send_full(self, req: RemotingCommand, h: SendMessageRequestHeader, topic: str, queue_id: int,
+                   sys_flag: int, born: bytes, conn: RemotingConnection) -> RemotingCommand:
+        """A message that is not plain (`_plain_message` said None): properties decoded, then a transaction is
+        refused, a retry topic resolved, a delay level parked, CLUSTER set."""
         body = req.body
         text = h.properties or ""
         props = decode_properties(text) if text else {}
