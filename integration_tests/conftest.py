@@ -111,3 +111,10 @@ def cpp_home(tmp_path: Path) -> Path:
     home.mkdir()
     return home
 
+
+
+@pytest.fixture(scope="session")
+def java_clients(tmp_path_factory: pytest.TempPathFactory):
+    """The official Java 4.9.8 client drivers and mqadmin (integration_tests/java/), compiled once a session."""
+    from .java_client import JavaClients
+    return JavaClients.prepare(tmp_path_factory.mktemp("java"))

@@ -1,0 +1,102 @@
+"""The official RocketMQ 4.9.8 Java client and mqadmin (vendored in `integration_tests/java/`) as test clients.
+
+    java = JavaClients.prepare(workdir)                # once per session: apt when needed, javac the drivers
+    out = java.mqadmin("clusterList", "-n", namesrv)   # mqadmin's output (stdout + stderr); it always exits 0
+    handle = java.start("PushConsume", namesrv, "CLUSTERING", "GID", 10, 30, timeout=60, home=tmp_path)
+    handle.wait_for("consumer_started", 20)            # a cppclient.DriverHandle: JSON-line events
+    java.run("Produce", namesrv, 10, timeout=60)       # start + wait
+
+The two jars need Debian's netty/commons/slf4j/logback jars at run time and `javac` to compile the drivers:
+when any is missing, `apt-get install` brings them (as the container test installs Podman). Each driver runs with
+`-Duser.home=<home>`: the client's logs (`logs/rocketmqlogs/`) and broadcasting offsets (`.rocketmq_offsets/`)
+go there, so a test chooses whether two runs share a client's local state.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .cppclient import DriverHandle
+
+HERE = Path(__file__).resolve().with_name("java")
+DEBIAN_JARS = Path("/usr/share/java")
+#: what the client and mqadmin need at run time (netty 4.1, commons-*, snakeyaml, slf4j; logback for mqadmin)
+RUNTIME_JARS = ("netty-buffer", "netty-codec", "netty-common", "netty-handler", "netty-resolver", "netty-transport",
+                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3",
+                "commons-validator", "commons-collections3", "commons-cli", "commons-codec", "snakeyaml",
+                "slf4j-api", "zstd-jni", "lz4-java")
+TOOLS_JARS = ("logback-classic", "logback-core")
+APT_PACKAGES = ("default-jdk-headless", "libnetty-java", "libcommons-lang3-java", "libcommons-cli-java",
+                "libcommons-validator-java", "libcommons-collections3-java", "libcommons-codec-java",
+                "libyaml-snake-java", "libslf4j-java", "liblogback-java", "libzstd-jni-java", "liblz4-java")
+DRIVERS = ("Produce", "PushConsume", "LitePull", "MQAdminPlus")
+
+
+def _missing() -> list[str]:
+    missing = [] if shutil.which("javac") and shutil.which("java") else ["javac"]
+    return missing + [j for j in RUNTIME_JARS + TOOLS_JARS if not (DEBIAN_JARS / f"{j}.jar").exists()]
+
+
+def install_prerequisites() -> None:
+    """apt-get install the JDK and the jars when any is missing (CI machines are root, as the project's are)."""
+    if not _missing():
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", "install", "-y", "-q", *APT_PACKAGES], check=True, env=env, stdout=subprocess.DEVNULL)
+    still = _missing()
+    if still:
+        raise RuntimeError(f"after apt-get install, still missing: {', '.join(still)}")
+
+
+class JavaClients:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.classes = workdir / "classes"
+        self.rmq_home = workdir / "rmqhome"
+        jars = [HERE / "lib" / "rocketmq-4.9.8-all.jar", HERE / "lib" / "fastjson-1.2.69.jar"]
+        self.client_cp = [str(self.classes), *map(str, jars), *(str(DEBIAN_JARS / f"{j}.jar") for j in RUNTIME_JARS)]
+        self.tools_cp = self.client_cp + [str(DEBIAN_JARS / f"{j}.jar") for j in TOOLS_JARS]
+
+    @classmethod
+    def prepare(cls, workdir: str | os.PathLike) -> JavaClients:
+        """Install what is missing, compile the drivers into `workdir`, lay out mqadmin's home (its conf/)."""
+        install_prerequisites()
+        self = cls(Path(workdir))
+        self.classes.mkdir(parents=True, exist_ok=True)
+        sources = [str(HERE / "src" / f"{name}.java") for name in DRIVERS]
+        subprocess.run(["javac", "-nowarn", "--release", "8", "-cp", os.pathsep.join(self.tools_cp[1:]),
+                        "-d", str(self.classes), *sources], check=True, capture_output=True, text=True)
+        shutil.copytree(HERE / "conf", self.rmq_home / "conf", dirs_exist_ok=True)
+        return self
+
+    def _java(self, home: Path, cp: list[str], main: str, args: tuple[object, ...]) -> list[str]:
+        home.mkdir(parents=True, exist_ok=True)
+        return ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Duser.home={home}",
+                f"-Drocketmq.home.dir={self.rmq_home}", "-Drocketmq.client.logUseSlf4j=false",
+                "-cp", os.pathsep.join(cp), main, *map(str, args)]
+
+    def mqadmin(self, *args: object, timeout: float = 60, home: Path | None = None) -> str:
+        """Run `mqadmin ARGS` (plus getConsumerStatus, which 4.9.8 ships but does not register); its output.
+        mqadmin prints an exception and still exits 0, so callers judge the text."""
+        cmd = self._java(home or self.workdir / "home", self.tools_cp, "MQAdminPlus", args)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        return proc.stdout + proc.stderr
+
+    def start(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None
+              ) -> DriverHandle:
+        """Start a driver (`Produce`, `PushConsume`, `LitePull`); JSON-line events; killed after `timeout`."""
+        home = Path(home) if home is not None else self.workdir / "home"
+        proc = subprocess.Popen(self._java(home, self.client_cp, driver, args), cwd=home, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        return DriverHandle(proc, timeout, None)
+
+    def run(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None
+            ) -> DriverHandle:
+        handle = self.start(driver, *args, timeout=timeout, home=home)
+        handle.wait()
+        return handle
