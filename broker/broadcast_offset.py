@@ -8,31 +8,53 @@ Here the broker keeps, per client and queue, the offset each pull asked for (whe
 
 * the group's offset of a queue is the minimum over its live clients; a client is live while connected or for
   `expire_s` (120 s) after its last pull. It is written to the committed-offset table under
-  `topic@group@broadcast` (5.x's key), so it survives a broker restart and shows in consume progress;
-* a client that starts at the end of a queue (its first pull asks for the queue's max offset: it had no
-  offset of its own) resumes instead from the broker's offset for it (`init_offset`): its own last offset when
-  the broker saw it before (its client id is stable, as Java's `ip@DEFAULT`), else the group's. A client that
-  asks for an offset below the end has offsets of its own and goes on from there;
+  `topic@group@broadcast` (5.x's key) every `SCAN_INTERVAL_S` and once more at a clean stop (`shutdown`, as
+  5.x's), so it survives a broker restart and shows in consume progress;
+* a client's *first pull of a queue in a session* (a session: one connection; a client restarted, or
+  reconnected, pulls on a new one) that starts at the end of the queue (it asks for the queue's max offset: it
+  had no offset of its own) resumes instead from the broker's offset for it (`init_offset`): its own last
+  position when the broker saw it before, live or expired (its client id is stable, as Java's `ip@DEFAULT`),
+  else the group's. It is left alone when it asks exactly for the offset its last pull was given (it goes on
+  where it was), or for an offset below the end (it has offsets of its own);
 * a reset of a broadcasting group is kept per queue and applied once to each client at its next pull of the
   queue (`take_reset`), clients offline at reset time included while the reset is younger than `expire_s`.
+
+The clients' own positions live in memory only: after a broker restart the broker knows the group's offset.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from .consumer_offset import BROADCAST_SUFFIX, ConsumerOffsetManager
 
 #: expired clients remembered for their return (oldest forgotten first)
 ARCHIVE_LIMIT = 10_000
+#: how often the group's minimum is recorded (5.x: every 5 s)
+SCAN_INTERVAL_S = 5.0
+#: the connection attribute holding its session number
+SESSION_ATTRIBUTE = "broadcast_session"
+_sessions = itertools.count(1)
+
+
+def session_of(attributes: dict[str, Any]) -> int:
+    """The session number of a connection (its `attributes`), given at its first broadcasting pull."""
+    session = attributes.get(SESSION_ATTRIBUTE)
+    if session is None:
+        session = attributes[SESSION_ATTRIBUTE] = next(_sessions)
+    return session
 
 
 @dataclass
 class _ClientOffsets:
     last_seen: float
-    offsets: dict[int, int] = field(default_factory=dict)  # queue id -> offset
+    offsets: dict[int, int] = field(default_factory=dict)  # queue id -> offset its last pull asked for
+    handed: dict[int, int] = field(default_factory=dict)  # queue id -> next offset its last pull was given
+    session: int = 0  # the session of its last pull
+    pulled: set[int] = field(default_factory=set)  # queues it pulled in that session
 
 
 @dataclass
@@ -43,6 +65,8 @@ class _PendingReset:
 
 
 class BroadcastOffsetManager:
+    scan_interval_s = SCAN_INTERVAL_S
+
     def __init__(self, offsets: ConsumerOffsetManager, is_online: Callable[[str, str], bool],
                  expire_s: float = 120.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.offsets = offsets
@@ -72,30 +96,42 @@ class BroadcastOffsetManager:
         return [(cid, c) for cid, c in self.clients.get((topic, group), {}).items()
                 if self.is_online(group, cid) or now - c.last_seen < self.expire_s]
 
+    def _known(self, topic: str, group: str, client_id: str) -> _ClientOffsets | None:
+        entry = self.clients.get((topic, group), {}).get(client_id)
+        return entry if entry is not None else self.archive.get((topic, group, client_id))
+
     # -- the pull path ------------------------------------------------------------------------------
-    def init_offset(self, topic: str, group: str, queue_id: int, client_id: str, request_offset: int,
-                    queue_max: int) -> int | None:
-        """For a client's first pull of a queue in this session: where it resumes when it starts at the end,
-        else None (the pull goes ahead as asked)."""
-        live = self.clients.get((topic, group), {}).get(client_id)
-        if live is not None and queue_id in live.offsets:
+    def init_offset(self, topic: str, group: str, queue_id: int, client_id: str, session: int,
+                    request_offset: int, queue_max: int) -> int | None:
+        """For a client's first pull of a queue in a session: where it resumes when it starts at the end, else
+        None (the pull goes ahead as asked)."""
+        known = self._known(topic, group, client_id)
+        if known is not None and known.session == session and queue_id in known.pulled:
             return None  # not its first pull
         if request_offset < queue_max:
             return None  # it has an offset of its own
-        archived = self.archive.get((topic, group, client_id))
-        resume = archived.offsets.get(queue_id, -1) if archived is not None else -1
+        if known is not None and known.handed.get(queue_id) == request_offset:
+            return None  # it goes on where its last pull ended
+        resume = known.offsets.get(queue_id, -1) if known is not None else -1
         if resume < 0:
             resume = self.group_offset(topic, group, queue_id)
         return resume if 0 <= resume < request_offset else None
 
-    def update_offset(self, topic: str, group: str, queue_id: int, client_id: str, offset: int) -> None:
+    def update_offset(self, topic: str, group: str, queue_id: int, client_id: str, session: int, offset: int,
+                      handed: int) -> None:
+        """A pull of the client asked for `offset` (or was moved there) and was given `handed` as its next."""
         clients = self.clients.setdefault((topic, group), {})
         entry = clients.get(client_id)
-        if entry is None:
-            entry = clients[client_id] = _ClientOffsets(self.clock())
-            self.archive.pop((topic, group, client_id), None)
+        if entry is None:  # new, or back: an expired client keeps its positions until it pulls each queue
+            entry = self.archive.pop((topic, group, client_id), None) or _ClientOffsets(self.clock())
+            clients[client_id] = entry
+        if entry.session != session:
+            entry.session = session
+            entry.pulled = set()
+        entry.pulled.add(queue_id)
         entry.last_seen = self.clock()
         entry.offsets[queue_id] = offset
+        entry.handed[queue_id] = handed
 
     def has_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> bool:
         pending = self.resets.get((topic, group, queue_id))
@@ -111,22 +147,22 @@ class BroadcastOffsetManager:
     def assign_reset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
         """A reset of the group: every client, and the group's own offset, moves to `offset`."""
         self.resets[(topic, group, queue_id)] = _PendingReset(offset, self.clock())
-        for entry in self.clients.get((topic, group), {}).values():
+        entries = list(self.clients.get((topic, group), {}).values())
+        entries += [e for (t, g, _), e in self.archive.items() if t == topic and g == group]
+        for entry in entries:
             if queue_id in entry.offsets:
-                entry.offsets[queue_id] = offset
-        for (t, g, _), entry in self.archive.items():
-            if t == topic and g == group and queue_id in entry.offsets:
-                entry.offsets[queue_id] = offset
+                entry.offsets[queue_id] = entry.handed[queue_id] = offset
         self.offsets.commit_offset("reset", group + BROADCAST_SUFFIX, topic, queue_id, offset)
 
     # -- periodic -----------------------------------------------------------------------------------
-    def scan(self) -> None:
-        """Forget expired clients and resets; record each group's minimum (5.x does this every 5 s)."""
+    def scan(self, expire: bool = True) -> None:
+        """Forget expired clients and resets (unless `expire` is false); record each group's minimum (5.x does
+        this every 5 s)."""
         now = self.clock()
         for key, clients in list(self.clients.items()):
             topic, group = key
-            for cid in [cid for cid, c in clients.items()
-                        if not self.is_online(group, cid) and now - c.last_seen >= self.expire_s]:
+            for cid in [cid for cid, c in clients.items() if expire
+                        and not self.is_online(group, cid) and now - c.last_seen >= self.expire_s]:
                 self.archive[(topic, group, cid)] = clients.pop(cid)
             while len(self.archive) > ARCHIVE_LIMIT:
                 del self.archive[next(iter(self.archive))]
@@ -139,5 +175,12 @@ class BroadcastOffsetManager:
                     self.offsets.commit_offset("broadcast", group + BROADCAST_SUFFIX, topic, q, off)
             if not clients:
                 del self.clients[key]
-        for key in [k for k, r in self.resets.items() if now - r.created >= self.expire_s]:
-            del self.resets[key]
+        if expire:
+            for key in [k for k, r in self.resets.items() if now - r.created >= self.expire_s]:
+                del self.resets[key]
+
+    def shutdown(self) -> None:
+        """The clean stop's last scan, once no pull can come any more (5.x's shutdown): the clients' latest
+        positions reach the file the next start reads. Nobody expires here: the connections were just closed,
+        and every client still remembered was live at the last scan or has pulled since."""
+        self.scan(expire=False)

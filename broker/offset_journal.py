@@ -110,9 +110,10 @@ class JournalWriter:
             loop.call_soon(self._submit)
 
     def _submit(self) -> None:
+        if self._pending_future is None:  # drain() wrote this batch already (the scheduled call still runs)
+            return
         batch, self._pending = self._pending, []
         fut, self._pending_future = self._pending_future, None
-        assert fut is not None
         self._last = fut
         if not self.journal.fsync:
             try:

@@ -22,7 +22,8 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
                                                 GetConsumeStatsRequestHeader, QueryMessageRequestHeader,
                                                 ResetOffsetRequestHeader, TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
-from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketmq_emulator.protocol.topics import (BROADCAST_OFFSET_SUFFIX, RETRY_GROUP_TOPIC_PREFIX, parse_offset_key,
+                                              retry_topic)
 
 from .lifecycle import InstanceUser
 from . import route as routing
@@ -253,7 +254,8 @@ class Admin(InstanceUser):
         which tells the group's online consumers (and, with server-side reset, applies it at their next pull);
         `cpp` asks for the C++ body form for every client (mqadmin -c). When a broker answers
         CONSUMER_NOT_ONLINE, falls back to the old method, as mqadmin does: the new offsets are written straight
-        to the brokers. Any other error fails the call."""
+        to the brokers. Any other error fails the call, e.g. a group the broker does not know (a typo: no
+        subscription group, offset or consumer of it), which this emulator and 4.9.8 refuse."""
         validate_name("group", group)
         route = await self.topic_route(topic)
         rows: list[ResetOffsetRow] = []
@@ -361,31 +363,34 @@ class Admin(InstanceUser):
     async def export_offsets(self, group: str, topic: str | None = None,
                              broker_addr: str | None = None) -> ConsumerOffsetSerializeWrapper:
         """The group's committed offsets on one broker, as that broker's consumerOffset.json would hold them
-        (GET_ALL_CONSUMER_OFFSET, filtered to `topic@group` keys)."""
+        (GET_ALL_CONSUMER_OFFSET, filtered to `topic@group` keys, and `topic@group@broadcast` ones: a broadcasting
+        group's offsets, as 5.x and this emulator keep them)."""
         addr = await self._the_broker(broker_addr)
         response = await self.instance.api.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET,
                                                 operation="read every consumer offset")
         table = ConsumerOffsetSerializeWrapper.decode(response.body).offset_table
-        suffix = f"@{validate_name('consumer group', group)}"
-        return ConsumerOffsetSerializeWrapper(offset_table={
-            k: dict(sorted(v.items())) for k, v in sorted(table.items())
-            if k.endswith(suffix) and (topic is None or k == f"{topic}{suffix}")})
+        group = validate_name('consumer group', group)
+        keys = [k for k in table if (parsed := parse_offset_key(k)) is not None and parsed[1] == group
+                and (topic is None or parsed[0] == topic)]
+        return ConsumerOffsetSerializeWrapper(offset_table={k: dict(sorted(table[k].items())) for k in sorted(keys)})
 
     async def import_offsets(self, offsets: ConsumerOffsetSerializeWrapper, group: str | None = None,
                              broker_addr: str | None = None) -> int:
         """Write the offsets of a consumerOffset.json (all its groups, or only `group`) to one broker with
         acknowledged UPDATE_CONSUMER_OFFSETs, as mqadmin's cloneGroupOffset does: stop the group's consumers
-        first, or their next commit overwrites the imported offsets. Returns the number of queues written."""
+        first, or their next commit overwrites the imported offsets. A broadcasting group's `topic@group@broadcast`
+        entry is written as the group `group@broadcast`, which stores it under the same key. Returns the number of
+        queues written."""
         addr = await self._the_broker(broker_addr)
         written = 0
         for key, queues in sorted(offsets.offset_table.items()):
-            topic, sep, key_group = key.partition("@")
-            if not sep or not topic or "@" in key_group:
-                continue  # not a topic@group key (5.x keeps broadcasting groups as topic@group@broadcast)
-            if group is not None and key_group != group:
-                continue
+            parsed = parse_offset_key(key)
+            if parsed is None or (group is not None and parsed[1] != group):
+                continue  # not a topic@group key, or another group
+            topic, key_group, broadcast = parsed
+            stored_as = key_group + BROADCAST_OFFSET_SUFFIX if broadcast else key_group
             for queue_id, offset in sorted(queues.items()):
-                await self.instance.api.update_consumer_offset(addr, key_group, MessageQueue(topic, "", queue_id),
+                await self.instance.api.update_consumer_offset(addr, stored_as, MessageQueue(topic, "", queue_id),
                                                                offset)
                 written += 1
         return written

@@ -14,6 +14,8 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 #: where delayed messages (and retries) wait, queue = delay level - 1 (TopicValidator.RMQ_SYS_SCHEDULE_TOPIC)
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: the group the schedule service reads SCHEDULE_TOPIC_XXXX as (MixAll.SCHEDULE_CONSUMER_GROUP)
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
 #: where a master records each PULL_OFFSET_MOVED correction
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 #: topics producers may never write
@@ -27,6 +29,21 @@ _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 _DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+#: a broadcasting group's offsets in consumerOffset.json: `topic@group@broadcast` (5.x), beside `topic@group`
+BROADCAST_OFFSET_SUFFIX = "@broadcast"
+
+
+def parse_offset_key(key: str) -> tuple[str, str, bool] | None:
+    """A consumerOffset.json key -> (topic, group, broadcasting); None when it is neither form."""
+    topic, _, group = key.partition("@")
+    broadcasting = group.endswith(BROADCAST_OFFSET_SUFFIX)
+    if broadcasting:
+        group = group[:-len(BROADCAST_OFFSET_SUFFIX)]
+    if not topic or not group or "@" in group:
+        return None
+    return topic, group, broadcasting
 
 
 def retry_topic(group: str) -> str:
