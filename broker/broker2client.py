@@ -4,6 +4,11 @@
 How a reset is computed, per queue of the topic (all of them, or one), as 4.9.x does with the fixes the
 README's "Consumer offsets" section describes:
 
+* a group the broker does not know at all (`knows_group`: no subscription group config, no stored offset, no
+  consumer online) is refused before anything is computed, in both modes, with 4.9.8's answer for such a group
+  (SYSTEM_ERROR "THe consumer group <G> not exist"; 5.x refuses a group with no config likewise): a typo'd name
+  must not create offsets. With autoCreateSubscriptionGroup on, a group's first heartbeat or pull creates its
+  config, so any group that ever ran on this broker is known;
 * the target is the explicit offset when given, else the queue's max offset for timestamp -1, else the first
   offset stored at or after the timestamp;
 * clustering: without force an offset only moves back (`target` if it is below the committed offset, else the
@@ -63,6 +68,9 @@ class Broker2Client:
         if tc is None:
             raise BrokerError(ResponseCode.SYSTEM_ERROR,
                               f"[reset-offset] reset offset failed, no topic in this broker. topic={r.topic}")
+        if not self.knows_group(r.group):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{r.group}> not exist: this broker has "
+                                                         f"no subscription group, offset or online consumer of it")
         queues = range(tc.write_queue_nums) if r.queue_id is None else [r.queue_id]
         if r.queue_id is not None and not 0 <= r.queue_id < max(tc.write_queue_nums, tc.read_queue_nums):
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"queueId[{r.queue_id}] is illegal, topic:[{r.topic}]")
@@ -84,6 +92,17 @@ class Broker2Client:
             else:
                 table[mq] = committed
         return table
+
+    def knows_group(self, group: str) -> bool:
+        """A group a reset may be made for: one with a subscription group config (made by updateSubGroup or, with
+        autoCreateSubscriptionGroup on, by the group's first heartbeat, pull or send-back), stored offsets (its own
+        or a broadcasting group's), or a consumer online. Anything else is a typo: refused, nothing stored."""
+        b = self.broker
+        if group in b.subscription_group_manager.table:
+            return True
+        gi = b.consumer_manager.get(group)
+        return (gi is not None and bool(gi.channels)) or bool(b.consumer_offset_manager.topics_of_group(group)) \
+            or b.broadcast_offsets.knows_group(group)
 
     def _target(self, r: ResetRequest, queue_id: int) -> int:
         store = self.broker.store

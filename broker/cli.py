@@ -52,8 +52,9 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
                           "true (default): the broker also applies a reset at the group's next pull (5.x); "
                           "false: only online consumers apply it (4.9.x)"),
     "offset-durability": ("offset_durability", choice("write-behind", "write-through"),
-                          "write-behind (default): commits are answered at once and durable within milliseconds; "
-                          "write-through: UPDATE_CONSUMER_OFFSET is answered once the offset is durable"),
+                          "write-behind (default): commits and resets are answered at once and durable within "
+                          "milliseconds; write-through: every offset write (commit, reset, removal) is answered "
+                          "once it is durable"),
     "broadcast-offset-store": ("enable_broadcast_offset_store", boolean,
                                "true (default): the broker tracks broadcasting clients' offsets; a client with "
                                "none resumes from the group's"),

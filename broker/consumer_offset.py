@@ -30,6 +30,7 @@ import logging
 from pathlib import Path
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper, DataVersion
+from rocketmq_emulator.protocol.topics import BROADCAST_OFFSET_SUFFIX
 
 from .config_file import load_config_file, write_config_file
 from .offset_journal import JournalWriter, OffsetJournal
@@ -37,7 +38,7 @@ from .offset_journal import JournalWriter, OffsetJournal
 log = logging.getLogger("rocketmq_emulator.offsets")
 TOPIC_GROUP_SEPARATOR = "@"
 #: a broadcasting group's offset (the minimum over its clients) is kept under `topic@group@broadcast`, as 5.x
-BROADCAST_SUFFIX = "@broadcast"
+BROADCAST_SUFFIX = BROADCAST_OFFSET_SUFFIX
 
 
 class ConsumerOffsetManager:
@@ -92,6 +93,8 @@ class ConsumerOffsetManager:
         self.offset_table = table
 
     def _record(self, key: str, queue_id: int, offset: int | None) -> None:
+        """Every write of the offset table comes here and takes the next sequence number: write-through
+        (`write_through.py`) holds the answer of any request during which `seq` moved."""
         self.seq += 1
         self._dirty = True
         if self.writer is not None:

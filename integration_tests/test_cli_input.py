@@ -235,6 +235,7 @@ def test_cluster_list_counts_no_held_pulls_once_consumers_left(emulator):
 def test_input_the_broker_refuses_is_worded_as_such(emulator):
     ns = emulator.namesrv_addr
     _produce(ns, "Refused", 2)
+    emulator.call(lambda: emulator.broker.subscription_group_manager.find("g"))  # a known group, as after a heartbeat
     proc = run("admin", "resetOffset", "-n", ns, "-g", "g", "-t", "Refused", "-o", "999999", "-q", "0")
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 class ConsumerManageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.write_through = broker.config.offset_durability == "write-through"
 
     def register(self, table: DispatchTable) -> None:
         table.register(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
@@ -49,19 +48,12 @@ class ConsumerManageProcessor:
         return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
-    def update_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | None:
+    def update_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """(With write-through, broker/write_through.py holds the answer until the commit is durable.)"""
         h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
-        offsets = self.broker.consumer_offset_manager
-        stored = offsets.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id, h.commit_offset)
-        if not stored or not self.write_through or offsets.writer is None:
-            return RemotingCommand.response_to(req)
-        # write-through: answer once the journal transaction holding this commit is done
-        def answer(fut) -> None:  # type: ignore[no-untyped-def]
-            exc = fut.exception()
-            conn.reply(req, RemotingCommand.response_to(req) if exc is None else RemotingCommand.response_to(
-                req, ResponseCode.SYSTEM_ERROR, f"the offset could not be made durable: {exc}"))
-        offsets.writer.flushed().add_done_callback(answer)
-        return None
+        self.broker.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
+                                                          h.commit_offset)
+        return RemotingCommand.response_to(req)
 
     def get_max_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueueRequestHeader.from_ext(req.ext_fields)
