@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
                                                 PROPERTY_TAGS, MessageExt, encode_properties, pack_host, tag_hash_code)
-from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
+from rocketmq_emulator.protocol.topics import SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, parse_delay_levels
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import GetMessageStatus, PutMessageStatus
 
@@ -115,7 +115,7 @@ class ScheduleMessageService:
         offset = max(self.offsets.get(level, 0), store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id))
         delay = self.delays[level - 1]
         while True:
-            result = store.get_message("SCHEDULE_CONSUMER", SCHEDULE_TOPIC, queue_id, offset, 32, None)
+            result = store.get_message(SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, queue_id, offset, 32, None)
             if result is None:
                 return 1.0
             if result.status is not GetMessageStatus.FOUND:
@@ -154,5 +154,7 @@ class ScheduleMessageService:
         if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
             log.warning("redelivery of a delayed message to %s failed: %s", topic, result.status.name)
             return False
+        self.broker.stats.schedule_delivered(SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, msg.queue_id, topic,
+                                             result.wrote_bytes)
         self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, inner.tags_code)
         return True

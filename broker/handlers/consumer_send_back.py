@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID,
                                                 PROPERTY_RETRY_TOPIC, PROPERTY_TAGS, encode_properties, pack_host,
@@ -34,6 +34,9 @@ class ConsumerSendBackProcessor:
         cfg = b.subscription_group_manager.find(h.group)
         if cfg is None:
             raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
+        if not b.config.broker_permission & PermName.WRITE:  # brokerPermission without write (updateBrokerConfig)
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the broker[{b.config.advertised_host or b.config.host}] "
+                                                          "sending message is forbidden")
         if cfg.retry_queue_nums <= 0:
             return RemotingCommand.response_to(req)
         msg = b.store.look_message_by_offset(h.offset)
@@ -68,5 +71,8 @@ class ConsumerSendBackProcessor:
         result = b.store.put_message(inner)
         if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, result.status.name)
+        if delay_level > 0:  # parked in SCHEDULE_TOPIC_XXXX: counted as a put there, as 4.9.8 does
+            b.stats.parked(topic, queue_id, result.wrote_bytes)
+        b.stats.sent_back(h.group, props[PROPERTY_RETRY_TOPIC])
         b.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
         return RemotingCommand.response_to(req)

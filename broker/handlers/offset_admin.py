@@ -66,28 +66,35 @@ class OffsetAdminProcessor:
         if broadcasting and not h.topic:
             topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
         table = {}
+        online = gi is not None and bool(gi.channels)
+        consume_tps = 0.0
         for topic in sorted(topics):
             tc = b.topic_config_manager.get(topic)
             if tc is None:
                 continue
             if gi is not None and gi.subscription_table and topic not in gi.subscription_table:
                 continue
+            consume_tps += b.stats.group_get_tps(group, topic)  # messages pulled per second, last minute
             for q in range(tc.read_queue_nums):
                 broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
                 if broadcasting:
                     consumer_offset = max(0, b.broadcast_offsets.group_offset(topic, group, q))
                     pulled = max([consumer_offset] + [c.offsets[q] for _, c in b.broadcast_offsets.live(topic, group)
-                                                      if q in c.offsets])
+                                                      if q in c.offsets and online])
                 else:
                     consumer_offset = max(0, offsets.query_offset(group, topic, q))
-                    pulled = max(consumer_offset, offsets.query_pull_offset(group, topic, q))
+                    # nothing is in flight without a consumer: what the last one pulled ahead of its commit is
+                    # delivered again from the committed offset to the next one
+                    pulled = max(consumer_offset, offsets.query_pull_offset(group, topic, q)) if online \
+                        else consumer_offset
                 last = 0
                 if consumer_offset >= 1:
                     last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
                 table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
                     broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last,
                     pull_offset=min(pulled, max(broker_offset, consumer_offset)))
-        return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=0.0, offset_table=table).encode())
+        return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=consume_tps,
+                                                                  offset_table=table).encode())
 
     def expire_files_now(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = ExpireFilesNowRequestHeader.from_ext(req.ext_fields)

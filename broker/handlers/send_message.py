@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ProtocolError, RemotingCommand, RequestCode, ResponseCode
@@ -17,8 +18,9 @@ from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMes
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
                                                 PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK,
                                                 decode_properties, encode_properties, iter_batch,
-                                                pack_host, remove_property, tag_hash_code)
-from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, dlq_topic
+                                                pack_host, record_size, remove_property, tag_hash_code)
+from rocketmq_emulator.protocol.topics import (NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC,
+                                               dlq_topic)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import PutMessageResult, PutMessageStatus
@@ -89,6 +91,7 @@ class SendMessageProcessor:
         self._failures: dict[PutMessageStatus, tuple[float, int]] = {}
         self._response_extra = {"MSG_REGION": broker.config.region_id, "TRACE_ON": self._trace_on}
         self._success_frame = SendMessageResponseHeader.success_frame_encoder(self._response_extra)
+        self._stats = broker.stats
 
     def register(self, table: DispatchTable) -> None:
         codes = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
@@ -119,7 +122,7 @@ class SendMessageProcessor:
                 if h.batch:
                     answers[i] = self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
                 elif msg is not None:  # a plain message with a binary header: answered in its own serialization
-                    answers[i] = self._stored(req, msg, self.broker.store.put_message(msg))
+                    answers[i] = self._stored(req, msg, perf_counter_ns(), self.broker.store.put_message(msg))
                 else:
                     answers[i] = self._send_full(req, h, topic, queue_id, sys_flag, born, conn)
             except Exception as exc:  # noqa: BLE001 - answered as the single handler's failure would be
@@ -132,11 +135,13 @@ class SendMessageProcessor:
                    answers: list[RemotingCommand | BaseException | bytes | None]) -> None:
         store = self.broker.store
         arrived = self.broker.message_arrived
+        began, wrote_before = perf_counter_ns(), store.put_bytes
         result = store.put_message_run(run) if len(run) > 1 else None
         if result is None or result.phy_offsets is None:  # nothing written: one by one, each its own status
             for i, msg in zip(run_at, run):
-                answers[i] = self._stored(reqs[i], msg, store.put_message(msg))
+                answers[i] = self._stored(reqs[i], msg, perf_counter_ns(), store.put_message(msg))
             return
+        self._count_run(run, store.put_bytes - wrote_before, began)
         if result.status is PutMessageStatus.PUT_OK:
             encode = self._success_frame
             for k, (i, msg) in enumerate(zip(run_at, run)):
@@ -151,6 +156,20 @@ class SendMessageProcessor:
             answers[i] = self._answer(reqs[i], code, remark, ext)
             arrived(msg.topic, msg.queue_id, qo + 1, msg.tags_code)
 
+    def _count_run(self, run: list[MessageExtBrokerInner], wrote: int, began: int) -> None:
+        """The broker statistics of a stored run: one `put` per topic (nearly always one for the whole run)."""
+        topic = run[0].topic
+        for m in run:
+            if m.topic != topic:
+                break
+        else:
+            self._stats.put(topic, len(run), wrote, len(run), began)
+            return
+        sizes = [record_size(len(m.body), len(m.topic.encode()), len(m.properties_raw), m.sys_flag) for m in run]
+        extra = (wrote - sum(sizes)) // len(run)  # what the estimate leaves out is the same for every record
+        for m, size in zip(run, sizes):
+            self._stats.put(m.topic, 1, size + extra, 1, began)
+
     # -- one request --------------------------------------------------------------------------------
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h, topic, queue_id, sys_flag, born = self._route(req, conn)
@@ -158,7 +177,7 @@ class SendMessageProcessor:
             return self._send_batch(req, h, topic, queue_id, sys_flag, born, conn)
         msg = self._plain_message(req, h, topic, queue_id, sys_flag, born, conn, (h.properties or "").encode())
         if msg is not None:
-            return self._stored(req, msg, self.broker.store.put_message(msg))
+            return self._stored(req, msg, perf_counter_ns(), self.broker.store.put_message(msg))
         return self._send_full(req, h, topic, queue_id, sys_flag, born, conn)
 
     def _route(self, req: RemotingCommand, conn: RemotingConnection
@@ -227,9 +246,13 @@ class SendMessageProcessor:
                                       sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born,
                                       born_port=conn.remote_port, reconsume_times=reconsume_times,
                                       keys=keys_of(props))
+        began = perf_counter_ns()
         result = self.broker.store.put_message(inner)
         response = self._response(req, result, real_queue_id)
         if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self._stats.put(topic, 1, result.wrote_bytes, 1, began)
+            if topic == SCHEDULE_TOPIC:  # 4.9.8 keeps queue statistics for the delay levels
+                self._stats.queue_put(topic, queue_id, result.wrote_bytes)
             self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
         return response
 
@@ -254,9 +277,12 @@ class SendMessageProcessor:
         return MessageExtBrokerInner(topic, queue_id, body, h.flag, raw, tags_code, sys_flag, h.born_timestamp, born,
                                      conn.remote_port, h.reconsume_times or 0, 0, index_keys)
 
-    def _stored(self, req: RemotingCommand, msg: MessageExtBrokerInner, result: PutMessageResult) -> RemotingCommand:
+    def _stored(self, req: RemotingCommand, msg: MessageExtBrokerInner, began: int,
+                result: PutMessageResult) -> RemotingCommand:
+        """Answer a put of one message that began at perf_counter_ns `began`."""
         response = self._response(req, result, msg.queue_id)
         if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self._stats.put(msg.topic, 1, result.wrote_bytes, 1, began)
             self.broker.message_arrived(msg.topic, msg.queue_id, result.logics_offset + 1, msg.tags_code)
         return response
 
@@ -286,9 +312,11 @@ class SendMessageProcessor:
         if total > self.broker.config.max_message_size:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL,
                               f"the batch body size {total} exceeds maxMessageSize {self.broker.config.max_message_size}")
+        began = perf_counter_ns()
         result = self.broker.store.put_messages(inners)
         response = self._response(req, result, queue_id)
         if result.status is PutMessageStatus.PUT_OK or result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+            self._stats.put(topic, result.msg_num, result.wrote_bytes, 1, began)
             self.broker.message_arrived(topic, queue_id, result.logics_offset + result.msg_num, None)
         return response
 
@@ -299,6 +327,7 @@ class SendMessageProcessor:
             ext = SendMessageResponseHeader.fast_ext(result.msg_id, queue_id, result.logics_offset)
         else:
             ext = {}
+            self._stats.put_failed()
             self._warn_failed(result.status)
         return self._answer(req, code, remark, ext)
 
