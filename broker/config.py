@@ -47,6 +47,9 @@ class BrokerConfig:
     # behaviour
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
+    #: brokerPermission (PermName bits, 6 = read and write): without read or write, every route of this broker
+    #: carries it as the topics' perm, and pulls are refused without read (README "... configuration at run time")
+    broker_permission: int = 6
     default_topic_queue_nums: int = 8  # TBW102's queue count (reference §9.16); producers cap it to 4
     long_polling_enable: bool = True
     short_polling_time_ms: int = 1000
@@ -55,8 +58,9 @@ class BrokerConfig:
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     #: consumerOffset.json (the batched tier) is written this often when offsets changed (seed 003: 100 ms)
     flush_consumer_offset_interval_ms: int = 100
-    #: "write-behind": UPDATE_CONSUMER_OFFSET is answered at once, the offset is durable within the event-loop
-    #: iteration; "write-through": answered only once it is in the durable tier (README "Offset durability")
+    #: "write-behind": an offset write (commit, reset, removal) is answered at once and is durable within the
+    #: event-loop iteration; "write-through": answered only once it is in the durable tier (broker/write_through.py,
+    #: README "Offset durability")
     offset_durability: str = "write-behind"
     # consumer offsets (README "Consumer offsets")
     #: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset: "legacy" (4.9.x: 0 while the
@@ -194,6 +198,7 @@ CONF_KEYS: dict[str, str] = {
     "flushIntervalCommitLog": "flush_interval_commitlog_ms",
     "autoCreateTopicEnable": "auto_create_topic_enable",
     "autoCreateSubscriptionGroup": "auto_create_subscription_group",
+    "brokerPermission": "broker_permission",
     "defaultTopicQueueNums": "default_topic_queue_nums",
     "mappedFileSizeCommitLog": "mapped_file_size_commitlog",
     "mapedFileSizeCommitLog": "mapped_file_size_commitlog",

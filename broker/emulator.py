@@ -9,6 +9,7 @@ import signal
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
@@ -44,7 +45,7 @@ class Emulator:
             self._tmpdir = tempfile.mkdtemp(prefix="rocketmq-emulator-")
             config.store_dir = self._tmpdir
         extra = [broker_config(config, i) for i in range(1, config.brokers)] + list(extra_brokers or [])
-        self.namesrv = NameServer(config.host, config.namesrv_port)
+        self.namesrv = NameServer(config.host, config.namesrv_port, Path(config.store_dir) / "namesrv")
         for c in [config, *extra]:
             resolve_advertised_host(c)
         self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *extra]]

@@ -12,6 +12,7 @@ import logging
 import time
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
@@ -27,6 +28,9 @@ from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerName
                                                 QueryDataVersionResponseHeader, WipeWritePermOfBrokerResponseHeader,
                                                 AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
+
+from .namesrv_config import NamesrvConfigProcessor, load_kv_config, persist_kv_config
+from .runtime_config import NamesrvConfiguration
 
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
@@ -157,9 +161,14 @@ class RouteInfoManager:
 class NameServer:
     """The name-server listener and its dispatch table."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9876) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 9876, config_dir: Path | None = None) -> None:
+        """`config_dir`: where getNamesrvConfig/updateNamesrvConfig keep `namesrv.properties` (None: in memory)."""
         self.routes = RouteInfoManager()
+        self.configuration = NamesrvConfiguration(config_dir, lambda: self.port)
+        self.configuration.load_updates()
+        self.routes.kv_config.update(load_kv_config(config_dir))
         self.table = self._build_table()
+        NamesrvConfigProcessor(self.configuration).register(self.table)
         self.server = RemotingServer("namesrv", self.table, host, port)
         self.server.on_connection_lost.append(self.routes.connection_closed)
         self._scan_task: asyncio.Task[None] | None = None
@@ -220,7 +229,7 @@ class NameServer:
                 req, ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {h.topic}"
                 + FAQ_SUFFIX)
         orders = self.routes.kv_config.get("ORDER_TOPIC_CONFIG", {})
-        if h.topic in orders:
+        if h.topic in orders and self.configuration.order_message_enable:  # 4.9.8: only with orderMessageEnable
             route.order_topic_conf = orders[h.topic]
         standard = req.version >= 401 or bool(h.accept_standard_json_only)
         return RemotingCommand.response_to(req, body=route.encode(standard_json=standard))
@@ -252,6 +261,7 @@ class NameServer:
     def put_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = PutKVConfigRequestHeader.from_ext(req.ext_fields)
         self.routes.kv_config.setdefault(h.namespace, {})[h.key] = h.value
+        persist_kv_config(self.configuration.config_dir, self.routes.kv_config)
         return RemotingCommand.response_to(req)
 
     def get_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
@@ -264,7 +274,8 @@ class NameServer:
 
     def delete_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = KVConfigRequestHeader.from_ext(req.ext_fields)
-        self.routes.kv_config.get(h.namespace, {}).pop(h.key, None)
+        if self.routes.kv_config.get(h.namespace, {}).pop(h.key, None) is not None:
+            persist_kv_config(self.configuration.config_dir, self.routes.kv_config)
         return RemotingCommand.response_to(req)
 
     def get_kv_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:

@@ -103,6 +103,8 @@ class TopicConfigManager:
         template = self.table.get(default_topic)
         if template is None or not template.perm & PERM_INHERIT:
             return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY and not self.auto_create_topic_enable:
+            return None  # autoCreateTopicEnable turned off at run time: TBW102 no longer lends its queues
         n = max(0, min(queue_nums, template.write_queue_nums))
         if n <= 0:
             return None

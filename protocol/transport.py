@@ -472,12 +472,13 @@ class PeriodicTasks:
         self.on_error = on_error or (lambda name, exc: log.error("periodic task %s failed", name, exc_info=exc))
         self.tasks: list[asyncio.Task[None]] = []
 
-    def every(self, seconds: float, fn: Callable[[], object | Awaitable[object]]) -> None:
+    def every(self, seconds: float | Callable[[], float], fn: Callable[[], object | Awaitable[object]]) -> None:
+        """`seconds` may be a function, asked before each wait (a period that can change at run time)."""
         name = getattr(fn, "__name__", repr(fn))
 
         async def loop() -> None:
             while True:
-                await asyncio.sleep(seconds)
+                await asyncio.sleep(seconds() if callable(seconds) else seconds)
                 try:
                     result = fn()
                     if inspect.isawaitable(result):

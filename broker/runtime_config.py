@@ -1,0 +1,341 @@
+"""The broker's and the name server's configuration at run time: GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG and
+GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG (mqadmin getBrokerConfig, updateBrokerConfig, getNamesrvConfig,
+updateNamesrvConfig), as 4.9.8's `Configuration` does it:
+
+* the answer to a get is a properties text (`key=value` lines) of every key 4.9.8 reports (broker/config_keys.py)
+  plus this emulator's own, with the running values;
+* an update changes only keys that exist (any other key is ignored, as 4.9.8's `mergeIfExist` does), bumps the
+  data version and writes the whole configuration to the config file (`<store>/config/broker.properties`,
+  `<store>/namesrv/namesrv.properties`); keys in the black list are refused with NO_PERMISSION;
+* unlike 4.9.8, a value that does not parse as the key's type (`defaultTopicQueueNums=abc`) is refused with
+  SYSTEM_ERROR naming the key, and nothing of that update is applied (4.9.8 answers success and drops it).
+
+Keys fall in three groups: LIVE ones take effect at once (the broker reads them on each request, or a hook
+here passes them on); NEXT_START ones are recorded and reported now and used from the next start (names,
+ports, paths, file sizes: what the running process cannot change under its clients); every other 4.9.8 key is
+stored and reported only. Keys changed at run time are listed on the config file's first line (a comment, so
+the file stays a plain properties file) and re-applied at the next start, over the start-up configuration, as
+on 4.9.8 where updateBrokerConfig rewrites the broker's config file.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from rocketmq_emulator.protocol import BrokerError, PermName, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.admin_bodies import DataVersion
+
+from .config import CONF_KEYS, OFFSET_DURABILITY, BrokerConfig, parse_properties
+from .config_file import write_config_file
+from .config_keys import (BROKER_ALWAYS_BLACKLISTED, BROKER_KEYS, NAMESRV_ALWAYS_BLACKLISTED, NAMESRV_KEYS,
+                          value_problem)
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_emulator.config")
+
+UPDATED_MARK = "#updated at run time: "
+
+#: keys of this emulator (not 4.9.8's) and their kinds; "choice:a|b" lists the allowed values
+EMULATOR_KEYS: dict[str, str] = {
+    "newGroupOffset": "choice:legacy|strict", "offsetDurability": "choice:" + "|".join(OFFSET_DURABILITY),
+    "useServerSideResetOffset": "bool", "enableBroadcastOffsetStore": "bool", "broadcastOffsetExpireSecond": "double",
+    "vipChannelEnabled": "bool",
+}
+
+#: take effect at once
+LIVE = ("autoCreateTopicEnable", "autoCreateSubscriptionGroup", "brokerPermission", "flushConsumerOffsetInterval",
+        "longPollingEnable", "shortPollingTimeMills", "notifyConsumerIdsChangedEnable", "maxMessageSize",
+        "fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "flushIntervalCommitLog", "newGroupOffset",
+        "useServerSideResetOffset", "enableBroadcastOffsetStore", "broadcastOffsetExpireSecond")
+#: modelled by this emulator, used from the next start
+NEXT_START = ("brokerName", "brokerClusterName", "listenPort", "brokerIP1", "storePathRootDir",
+              "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "defaultTopicQueueNums", "messageDelayLevel",
+              "regionId", "traceOn", "offsetDurability", "vipChannelEnabled")
+#: 4.9.8 never applies an update to these (enum fields): the update succeeds and the value stays
+UNCHANGEABLE = ("flushDiskType", "brokerRole")
+
+
+def _kind(key: str) -> str | None:
+    if key in BROKER_KEYS:
+        return BROKER_KEYS[key][0]
+    if key in EMULATOR_KEYS:
+        return EMULATOR_KEYS[key]
+    return {"brokerName": "str", "brokerClusterName": "str", "listenPort": "int", "brokerIP1": "str",
+            "brokerIP2": "str", "storePathRootDir": "str", "haListenPort": "int", "namesrvAddr": "str"}.get(key)
+
+
+def check_value(key: str, kind: str, text: str) -> None:
+    if kind.startswith("choice:"):
+        allowed = kind[len("choice:"):].split("|")
+        problem = None if text.strip() in allowed else f"{text!r} is not one of {', '.join(allowed)}"
+    else:
+        problem = value_problem(kind, text)
+    if problem is not None:
+        raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                          f"invalid value for {key}: {problem}; nothing of this update was applied")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class RuntimeConfiguration:
+    """What both sides share: the properties text, the checked update, the config file."""
+
+    def __init__(self, path: Path, blacklisted: tuple[str, ...]) -> None:
+        self.path = path
+        self.blacklisted = blacklisted
+        self.stored: dict[str, str] = {}  # keys reported only, and NEXT_START ones changed at run time
+        self.updated: list[str] = []  # keys changed at run time, in the order first changed
+        self.data_version = DataVersion(counter=0)
+
+    # -- what a subclass provides -------------------------------------------------------------------
+    def kind(self, key: str) -> str | None:
+        raise NotImplementedError
+
+    def running(self) -> dict[str, str]:
+        """Every key with its value (defaults, then the running values)."""
+        raise NotImplementedError
+
+    def set_running(self, key: str, text: str) -> bool:
+        """Apply a modelled key at once; False: not modelled here (stored and reported)."""
+        return False
+
+    def black_list(self) -> set[str]:
+        return set(self.blacklisted)
+
+    # -- shared -------------------------------------------------------------------------------------
+    def properties(self) -> dict[str, str]:
+        props = self.running()
+        props.update(self.stored)
+        return props
+
+    def properties_text(self) -> str:
+        """4.9.8's MixAll.properties2String layout: `key=value` lines."""
+        return "".join(f"{k}={v}\n" for k, v in self.properties().items())
+
+    def update(self, body: bytes | None) -> list[str]:
+        """An UPDATE_*_CONFIG body; returns the keys applied. Raises BrokerError (nothing applied) on a black-
+        listed key or a bad value."""
+        if not body:
+            return []
+        try:
+            props = parse_properties(body.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "string2Properties error: the body is not UTF-8") from None
+        if self.black_list() & set(props):
+            raise BrokerError(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        known = {}
+        for key, text in props.items():
+            kind = self.kind(key)
+            if kind is None:
+                log.warning("config update: unknown key %r ignored (as 4.9.8 does)", key)
+                continue
+            check_value(key, kind, text)
+            known[key] = text.strip()
+        for key, text in known.items():
+            if key in UNCHANGEABLE:
+                log.warning("config update: %s cannot change at run time (4.9.8 keeps it too)", key)
+                continue
+            self.apply(key, text)
+            if key not in self.updated:
+                self.updated.append(key)
+        self.data_version = self.data_version.next_version()
+        self.persist()
+        return list(known)
+
+    def apply(self, key: str, text: str) -> None:
+        if not self.set_running(key, text):
+            self.stored[key] = text
+
+    def persist(self) -> None:
+        header = f"{UPDATED_MARK}{','.join(self.updated)}\n" if self.updated else ""
+        write_config_file(self.path, (header + self.properties_text()).encode("utf-8"))
+
+    def load_updates(self) -> None:
+        """At start: re-apply the keys a previous run changed (listed on the file's first line)."""
+        try:
+            text = self.path.read_text("utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            return
+        except OSError as exc:
+            log.warning("%s unreadable (%s); run-time config changes not restored", self.path, exc)
+            return
+        first = text.split("\n", 1)[0]
+        if not first.startswith(UPDATED_MARK):
+            return
+        props = parse_properties(text)
+        for key in filter(None, first[len(UPDATED_MARK):].split(",")):
+            kind = self.kind(key.strip())
+            value = props.get(key.strip())
+            if kind is None or value is None:
+                continue
+            try:
+                check_value(key, kind, value)
+            except BrokerError as exc:
+                log.warning("%s: %s", self.path, exc.remark)
+                continue
+            self.apply(key, value)
+            self.updated.append(key)
+        if self.updated:
+            log.info("%s: restored run-time config changes of %s", self.path, ", ".join(self.updated))
+
+
+# --------------------------------------------------------------------------------------------------
+# the broker
+# --------------------------------------------------------------------------------------------------
+#: RocketMQ key -> BrokerConfig attribute (CONF_KEYS without its aliases and its accepted-and-ignored keys)
+_ATTRS: dict[str, str] = {key: attr for key, attr in CONF_KEYS.items() if attr and not key.startswith("maped")}
+
+
+class BrokerConfiguration(RuntimeConfiguration):
+    def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
+        super().__init__(config_dir / "broker.properties", BROKER_ALWAYS_BLACKLISTED)
+        self.config = config
+        self.broker: BrokerController | None = None  # set once the broker is built: LIVE hooks need it
+
+    def kind(self, key: str) -> str | None:
+        return _kind(key)
+
+    def black_list(self) -> set[str]:
+        return set(self.blacklisted) | set(filter(None, self.properties().get("configBlackList", "").split(";")))
+
+    def running(self) -> dict[str, str]:
+        c = self.config
+        props = {k: default for k, (_, default) in BROKER_KEYS.items()}
+        ip = c.advertised_host or c.host
+        props.update(brokerName=c.broker_name, brokerClusterName=c.cluster_name, brokerIP1=ip, brokerIP2=ip,
+                     namesrvAddr=c.namesrv_addr, listenPort=str(c.broker_port), haListenPort=str(c.broker_port + 1),
+                     storePathRootDir=str(Path(c.store_dir).resolve()))
+        for key, attr in _ATTRS.items():
+            value = getattr(c, attr)
+            if value is None:
+                continue
+            props[key] = str(value * 20) if key == "mappedFileSizeConsumeQueue" else _text(value)
+        props["flushDiskType"] = c.flush_disk_type.upper()
+        return props
+
+    def set_running(self, key: str, text: str) -> bool:
+        if key not in _ATTRS or key not in LIVE and self.broker is not None:
+            return False  # reported now (stored), used from the next start
+        attr = _ATTRS[key]
+        current = getattr(self.config, attr)
+        value: object = text
+        if key == "mappedFileSizeConsumeQueue":
+            value = max(1, int(text) // 20)  # bytes in RocketMQ, 20-byte units here
+        elif isinstance(current, bool):
+            value = text.lower() == "true"
+        elif isinstance(current, int):
+            value = int(text)
+        elif isinstance(current, float):
+            value = float(text)
+        setattr(self.config, attr, value)
+        self.stored.pop(key, None)
+        if self.broker is not None:
+            _LIVE_HOOKS.get(key, lambda b: None)(self.broker)
+        return True
+
+
+def _set_auto_create_topic(b: BrokerController) -> None:
+    b.topic_config_manager.auto_create_topic_enable = b.config.auto_create_topic_enable
+
+
+def _set_auto_create_group(b: BrokerController) -> None:
+    b.subscription_group_manager.auto_create = b.config.auto_create_subscription_group
+
+
+def _set_broker_permission(b: BrokerController) -> None:
+    """4.9.8: the next registration carries the broker's permission as every topic's perm (when it lacks read
+    or write), under a new data version so that the name server takes it."""
+    tcm = b.topic_config_manager
+    tcm.data_version = tcm.data_version.next_version()
+    b.register_with_namesrv()
+
+
+def _set_store(attr: str, value: Callable[[BrokerConfig], object]) -> Callable[[BrokerController], None]:
+    def hook(b: BrokerController) -> None:
+        setattr(b.store.config, attr, value(b.config))
+    return hook
+
+
+def _set_max_message_size(b: BrokerController) -> None:
+    size = b.config.max_message_size
+    b.store.config.max_message_size = size
+    b.store.commitlog.max_message_size = size
+    for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        processor = getattr(b.table.get(code), "__self__", None)
+        if hasattr(processor, "_max_message_size"):  # the send processor keeps a copy for its fast path
+            processor._max_message_size = size  # type: ignore[union-attr]
+
+
+def _set_broadcast_expiry(b: BrokerController) -> None:
+    b.broadcast_offsets.expire_s = b.config.broadcast_offset_expire_s
+
+
+_LIVE_HOOKS: dict[str, Callable[[BrokerController], None]] = {
+    "autoCreateTopicEnable": _set_auto_create_topic,
+    "autoCreateSubscriptionGroup": _set_auto_create_group,
+    "brokerPermission": _set_broker_permission,
+    "maxMessageSize": _set_max_message_size,
+    "fileReservedTime": _set_store("file_reserved_time", lambda c: int(c.file_reserved_time_hours)),
+    "deleteWhen": _set_store("delete_when", lambda c: c.delete_when),
+    "diskMaxUsedSpaceRatio": _set_store("disk_max_used_space_ratio", lambda c: c.disk_max_used_space_ratio),
+    "flushIntervalCommitLog": _set_store("flush_interval_commit_log", lambda c: c.flush_interval_commitlog_ms),
+    "broadcastOffsetExpireSecond": _set_broadcast_expiry,
+    # read on each use: flushConsumerOffsetInterval (the offset timer), longPollingEnable, shortPollingTimeMills,
+    # notifyConsumerIdsChangedEnable, newGroupOffset, useServerSideResetOffset, enableBroadcastOffsetStore
+}
+
+
+def registered_perm(config: BrokerConfig, perm: int) -> int:
+    """A topic's perm as the broker registers it: the broker's own permission when that lacks read or write."""
+    bp = config.broker_permission
+    return bp if not (bp & PermName.READ and bp & PermName.WRITE) else perm
+
+
+# --------------------------------------------------------------------------------------------------
+# the name server
+# --------------------------------------------------------------------------------------------------
+class NamesrvConfiguration(RuntimeConfiguration):
+    """NamesrvConfig + NettyServerConfig; `orderMessageEnable` takes effect at once (routes carry the topic's
+    ORDER_TOPIC_CONFIG only when it is true, as on 4.9.8)."""
+
+    def __init__(self, config_dir: Path | None, port: Callable[[], int]) -> None:
+        path = (config_dir or Path(".")) / "namesrv.properties"
+        super().__init__(path, NAMESRV_ALWAYS_BLACKLISTED)
+        self.config_dir = config_dir
+        self.port = port
+        self.order_message_enable = False
+
+    def kind(self, key: str) -> str | None:
+        return NAMESRV_KEYS[key][0] if key in NAMESRV_KEYS else ("int" if key == "listenPort" else None)
+
+    def black_list(self) -> set[str]:
+        return set(self.blacklisted) | set(filter(None, self.properties().get("configBlackList", "").split(";")))
+
+    def running(self) -> dict[str, str]:
+        props = {k: default for k, (_, default) in NAMESRV_KEYS.items()}
+        if self.config_dir is not None:
+            props["kvConfigPath"] = str((self.config_dir / "kvConfig.json").resolve())
+            props["configStorePath"] = str(self.path.resolve())
+        props["orderMessageEnable"] = _text(self.order_message_enable)
+        props["listenPort"] = str(self.port())
+        return props
+
+    def set_running(self, key: str, text: str) -> bool:
+        if key == "orderMessageEnable":
+            self.order_message_enable = text.lower() == "true"
+            return True
+        return False
+
+    def persist(self) -> None:
+        if self.config_dir is not None:  # a name server with no store directory keeps changes in memory
+            super().persist()
