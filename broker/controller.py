@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import msgspec
+
 from rocketmq_emulator.protocol import RequestCode
 from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, TopicConfig
 from rocketmq_emulator.protocol.message import pack_host
@@ -23,7 +25,10 @@ from .consumer_offset import ConsumerOffsetManager
 from .broadcast_offset import BroadcastOffsetManager
 from .broker2client import Broker2Client
 from .handlers.admin_broker import AdminBrokerProcessor
+from .handlers.broker_config import BrokerConfigProcessor
+from .handlers.broker_stats import BrokerStatsProcessor, runtime_info
 from .handlers.client_manage import ClientManageProcessor
+from .handlers.consumer_admin import ConsumerAdminProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pull_message import PullMessageProcessor
@@ -33,8 +38,11 @@ from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
 from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
+from .runtime_config import BrokerConfiguration, registered_perm
 from .schedule import ScheduleMessageService
+from .stats import BrokerStatsManager
 from .subscription_group import SubscriptionGroupManager
+from .write_through import answer_when_durable
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 
@@ -66,6 +74,9 @@ class BrokerController:
         self.routes = routes
         root = Path(config.store_dir)
         config_dir = root / "config"
+        #: getBrokerConfig / updateBrokerConfig; first: a previous run's updates apply before anything reads config
+        self.configuration = BrokerConfiguration(config, config_dir)
+        self.configuration.load_updates()
         self.store: MessageStore = None  # type: ignore[assignment]  # opened in start(), once the port is known
         self.store_host_packed = pack_host(ip_of(config.advertised_host or config.host))
         self.topic_config_manager = TopicConfigManager(
@@ -83,15 +94,21 @@ class BrokerController:
         self.broadcast_offsets = BroadcastOffsetManager(
             self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_s)
         self.broker2client = Broker2Client(self)
+        self.stats = BrokerStatsManager(config.cluster_name,
+                                        lambda: (self.store.put_count, self.store.put_bytes))
 
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
         table = DispatchTable(f"broker {config.broker_name}")
         for processor in (SendMessageProcessor(self), self.pull_processor, ConsumerManageProcessor(self),
                           ClientManageProcessor(self), ConsumerSendBackProcessor(self), QueryMessageProcessor(self),
-                          AdminBrokerProcessor(self), OffsetAdminProcessor(self)):
+                          AdminBrokerProcessor(self), OffsetAdminProcessor(self), ConsumerAdminProcessor(self),
+                          BrokerStatsProcessor(self), BrokerConfigProcessor(self)):
             processor.register(table)
+        if config.offset_durability == "write-through":  # no offset write answered before it is durable
+            answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
         self.table = table
+        self.configuration.broker = self
         self.server = RemotingServer(f"broker {config.broker_name}", table, config.host, config.broker_port)
         self.server.on_connection_lost.append(self._channel_closed)
         self.vip_server: RemotingServer | None = None
@@ -140,11 +157,12 @@ class BrokerController:
         await self.schedule_service.start()
         every = self.timers.every
         every(0.1, self._flush)
-        every(self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)
+        every(lambda: self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)  # updatable
         every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
         every(10.0, self._clean_files)
-        every(5.0, self.broadcast_offsets.scan)
+        every(self.broadcast_offsets.scan_interval_s, self.broadcast_offsets.scan)
         every(30.0, self._register_periodically)
+        self.stats.start(every)
         self.started_at = time.time()
 
     def _create_configured_topics_and_groups(self) -> None:
@@ -176,6 +194,7 @@ class BrokerController:
         await self.server.stop()
         if self.vip_server is not None:
             await self.vip_server.stop()
+        self.broadcast_offsets.shutdown()  # broadcasting clients' latest positions, before the final write
         await self.consumer_offset_manager.stop()  # no connection is left to commit: flush both tiers
         if unregister:
             self.unregister_from_namesrv()
@@ -250,8 +269,11 @@ class BrokerController:
         if self.routes is None:
             return
         w = self.topic_config_manager.wrapper()
+        topics = w.topic_config_table
+        if self.config.broker_permission != PERM_READ | PERM_WRITE:  # brokerPermission set: routes carry it
+            topics = {n: msgspec.structs.replace(tc, perm=registered_perm(self.config, tc.perm)) for n, tc in topics.items()}
         self.routes.register_broker(self.config.cluster_name, self.config.broker_name, self.config.broker_addr, 0,
-                                    w.topic_config_table, w.data_version)
+                                    topics, w.data_version)
 
     def _channel_closed(self, conn: RemotingConnection) -> None:
         self.consumer_manager.channel_closed(conn, self.config.notify_consumer_ids_changed_enable)
@@ -275,12 +297,4 @@ class BrokerController:
         self.consumer_offset_manager.remove_topic(topic)
 
     def runtime_info(self) -> dict[str, str]:
-        return {
-            "brokerVersion": "409", "brokerVersionDesc": "V4_9_8 (rocketmq-emulator)",
-            "bootTimestamp": str(int(self.started_at * 1000)),
-            "commitLogMinOffset": str(self.store.commitlog_min_offset),
-            "commitLogMaxOffset": str(self.store.commitlog_max_offset),
-            "pullHeldCount": str(self.pull_hold_service.held_count()),
-            "topicCount": str(len(self.topic_config_manager.table)),
-            "consumerGroupCount": str(len(self.consumer_manager.groups)),
-        }
+        return runtime_info(self)

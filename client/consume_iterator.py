@@ -9,7 +9,7 @@ import asyncio
 import time
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
-from .consume_service import ConsumeResult, ConsumeStats, commit, send_message_back
+from .consume_service import ConsumeResult, commit, send_message_back
 from .consumer_context import ConsumerContext
 from .errors import ClientStateError
 from .message import ReceivedMessage
@@ -25,7 +25,7 @@ class IteratorConsumeService:
         self.stopped = False
         self._later: set[asyncio.TimerHandle] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self.stats = ConsumeStats()
+        self.stats = ctx.stats
 
     def start(self) -> None:
         pass
@@ -95,7 +95,7 @@ class IteratorConsumeService:
             return  # acked already, or not a message of this consumer
         msg._pq = None
         pq.end()
-        self.stats.ok += 1
+        self.stats.consumed(pq.mq.topic, None, 1)
         commit(self.ctx, pq, [msg])
 
     def nack(self, msg: ReceivedMessage, delay_level: int = 0) -> None:
@@ -106,7 +106,7 @@ class IteratorConsumeService:
             raise ClientStateError("the consumer is stopped; a message can no longer be nacked")
         msg._pq = None
         pq.end()
-        self.stats.failed += 1
+        self.stats.consumed(pq.mq.topic, None, 0, 1)
         if not self.ctx.clustering:
             commit(self.ctx, pq, [msg])  # Java drops failed broadcast messages
             return

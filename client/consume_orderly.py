@@ -15,7 +15,7 @@ from typing import Awaitable, Callable
 
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
-from .consume_service import ConsumeResult, ConsumeStats, Handler, call_handler, commit_orderly, send_message_back
+from .consume_service import ConsumeResult, Handler, call_handler, commit_orderly, send_message_back
 from .consumer_context import ConsumerContext
 from .message import ReceivedMessage
 from .process_queue import ProcessQueue
@@ -36,7 +36,7 @@ class OrderlyConsumeService:
         self.semaphore = asyncio.Semaphore(ctx.settings.consume_concurrency)
         self.tasks: dict[ProcessQueue, asyncio.Task[None]] = {}
         self.stopping = False
-        self.stats = ConsumeStats()
+        self.stats = ctx.stats
 
     def start(self) -> None:
         pass
@@ -77,17 +77,17 @@ class OrderlyConsumeService:
             try:
                 t0 = time.perf_counter()
                 status, exc = await call_handler(self.handler, msgs if self.batch else msgs[0])
-                self.stats.consume_time += time.perf_counter() - t0
+                rt = time.perf_counter() - t0
             finally:
                 pq.end(len(msgs))
         if exc is not None:
             log.warning("%s: orderly handler failed on %s offset %d: %r", ctx.group, pq.mq,
                         msgs[0].queue_offset, exc)
         if status is ConsumeResult.SUCCESS:
-            self.stats.ok += len(msgs)
+            self.stats.consumed(pq.mq.topic, rt, len(msgs))
             commit_orderly(ctx, pq)
             return True
-        self.stats.failed += len(msgs)
+        self.stats.consumed(pq.mq.topic, rt, 0, len(msgs))
         max_times = ctx.max_reconsume_times()
         suspend = False
         for m in msgs:

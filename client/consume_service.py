@@ -124,9 +124,7 @@ async def resend_to_retry_topic(ctx: ConsumerContext, msg: ReceivedMessage, max_
 class ConsumeService(Protocol):
     """What the push consumer asks of whichever consume service it runs (concurrent handler, orderly handler,
     or async iteration): messages pulled for a queue go in with `submit`; `consume_directly` serves the
-    broker's CONSUME_MESSAGE_DIRECTLY; `stats` feeds GET_CONSUMER_RUNNING_INFO."""
-
-    stats: ConsumeStats
+    broker's CONSUME_MESSAGE_DIRECTLY. Each records what it consumes in `ctx.stats` (GET_CONSUMER_RUNNING_INFO)."""
 
     def start(self) -> None: ...
 
@@ -135,23 +133,6 @@ class ConsumeService(Protocol):
     async def stop(self, timeout: float) -> None: ...
 
     async def consume_directly(self, msg: ReceivedMessage) -> tuple[ConsumeResult, BaseException | None]: ...
-
-
-class ConsumeStats:
-    """Counters for GET_CONSUMER_RUNNING_INFO's statusTable."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.ok = 0
-        self.failed = 0
-        self.consume_time = 0.0
-
-    def status(self) -> dict[str, Any]:
-        elapsed = max(1e-3, time.monotonic() - self.started)
-        n = self.ok + self.failed
-        return {"pullRT": 0.0, "pullTPS": 0.0, "consumeRT": (self.consume_time / n * 1000) if n else 0.0,
-                "consumeOKTPS": self.ok / elapsed, "consumeFailedTPS": self.failed / elapsed,
-                "consumeFailedMsgs": self.failed}
 
 
 class ConcurrentConsumeService:
@@ -168,7 +149,7 @@ class ConcurrentConsumeService:
         self._idle = asyncio.Event()
         self._idle.set()
         self._later: set[asyncio.TimerHandle] = set()
-        self.stats = ConsumeStats()
+        self.stats = ctx.stats
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -220,15 +201,15 @@ class ConcurrentConsumeService:
         ctx = self.ctx
         t0 = time.perf_counter()
         status, exc = await call_handler(self.handler, msgs if self.batch else msgs[0])
-        self.stats.consume_time += time.perf_counter() - t0
+        rt = time.perf_counter() - t0
         if exc is not None:
             log.warning("%s: handler failed on %d message(s) of %s, consuming them later: %r", ctx.group,
                         len(msgs), pq.mq, exc)
         if status is ConsumeResult.SUCCESS:
-            self.stats.ok += len(msgs)
+            self.stats.consumed(pq.mq.topic, rt, len(msgs))
             commit(ctx, pq, msgs)
             return
-        self.stats.failed += len(msgs)
+        self.stats.consumed(pq.mq.topic, rt, 0, len(msgs))
         if not ctx.clustering:
             for m in msgs:
                 log.warning("%s: broadcasting consumer drops message %s after RECONSUME_LATER", ctx.group,

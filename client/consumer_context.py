@@ -20,6 +20,7 @@ from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, MessageModel, Me
 
 from .allocate import AllocateStrategy
 from .config import ConsumerSettings
+from .consumer_stats import ConsumerStatsManager
 
 if TYPE_CHECKING:
     from .instance import ClientInstance
@@ -123,6 +124,8 @@ class ConsumerContext:
     subscriptions: dict[str, SubscriptionData]
     flow: FlowSwitch = field(default_factory=FlowSwitch)
     background: BackgroundTasks = field(default_factory=lambda: BackgroundTasks("consumer"))
+    #: pull and consume counters by topic, for GET_CONSUMER_RUNNING_INFO's statusTable
+    stats: ConsumerStatsManager = field(default_factory=ConsumerStatsManager)
     started_at: int = 0  #: ms since the epoch
 
     @property

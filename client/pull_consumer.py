@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody
@@ -24,6 +25,7 @@ from .config import ClientConfig, build_client_id, validate_name, validate_topic
 from .errors import BrokerResponseError, ClientStateError
 from .instance import ClientInstance
 from .pull_api import PullAPI, PullResult
+from .running_info import pull_running_info
 from .subscription import build_subscription
 
 log = logging.getLogger("rocketmq_emulator.client.pull")
@@ -38,6 +40,7 @@ class PullConsumer(InstanceUser):
         self._instance: ClientInstance | None = None
         self._api: PullAPI | None = None
         self._positions: dict[MessageQueue, int] = {}
+        self._started_at = 0  #: ms since the epoch
 
     async def start(self) -> PullConsumer:
         if self._instance is not None:
@@ -50,6 +53,7 @@ class PullConsumer(InstanceUser):
             raise
         self._instance = instance
         self._api = PullAPI(instance, self.group)
+        self._started_at = int(time.time() * 1000)
         return self
 
     async def stop(self) -> None:
@@ -172,6 +176,9 @@ class PullConsumer(InstanceUser):
             return RemotingCommand.response_to(cmd, body=GetConsumerStatusBody().encode())
         if cmd.code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET):
             return None
+        if cmd.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            info = pull_running_info(self.group, self.config.namesrv, self._started_at)
+            return RemotingCommand.response_to(cmd, body=info.encode())
         return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
                                            f"{self.group} is a pull consumer: it has nothing to say to that")
 

@@ -99,7 +99,7 @@ class PullMessageService:
                 await asyncio.sleep(s.pull_delay_on_error)
                 continue
             commit = store.offset_table.get(mq, 0) if clustering else 0
-            pq.last_pull_time = time.monotonic()
+            pq.last_pull_time = began = time.monotonic()
             try:
                 result = await api.pull(mq, sub, pq.next_offset, s.pull_batch_size, commit_offset=max(0, commit),
                                         suspend_timeout=s.broker_suspend_max_time,
@@ -128,6 +128,7 @@ class PullMessageService:
             pq.next_offset = result.next_begin_offset
             if status is PullStatus.FOUND:
                 msgs = result.messages
+                ctx.stats.pulled(mq.topic, time.monotonic() - began, len(msgs))
                 if msgs:
                     pq.put(msgs)
                     self.dispatch(pq, msgs)

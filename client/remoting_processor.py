@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
 from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
@@ -27,6 +27,7 @@ from .consumer_context import ConsumerContext
 from .errors import ClientStateError
 from .message import decode_received
 from .rebalance import RebalanceImpl
+from .running_info import RunningInfo, push_running_info
 
 log = logging.getLogger("rocketmq_emulator.client.consumer")
 
@@ -74,20 +75,7 @@ class ClientRemotingProcessor:
 
     # -- admin requests -----------------------------------------------------------------------------
     def running_info(self) -> RunningInfo:
-        c = self.ctx
-        s = c.settings
-        props = {"consumerGroup": c.group, "messageModel": c.message_model.name,
-                 "consumeFromWhere": c.consume_from.name, "consumeTimestamp": str(c.consume_timestamp_ms),
-                 "pullBatchSize": str(s.pull_batch_size), "pullThresholdForQueue": str(s.pull_threshold_for_queue),
-                 "consumeMessageBatchMaxSize": str(s.consume_batch_size),
-                 "maxReconsumeTimes": str(c.max_reconsume_times()),
-                 "PROP_CONSUMEORDERLY": str(c.orderly).lower(), "PROP_THREADPOOL_CORE_SIZE": str(s.consume_concurrency),
-                 "PROP_CONSUMER_START_TIMESTAMP": str(c.started_at), "PROP_NAMESERVER_ADDR": c.instance.config.namesrv,
-                 "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CLIENT_VERSION": "V4_9_8"}
-        mq_table = {mq: pq.info(c.committed(mq)) for mq, pq in sorted(self.rebalance.process_queue_table.items())}
-        stats = self.service.stats.status()
-        return RunningInfo({"properties": props, "subscriptionSet": list(c.subscriptions.values()),
-                            "mqTable": mq_table, "statusTable": {t: stats for t in sorted(c.subscriptions)}})
+        return push_running_info(self.ctx, self.rebalance.process_queue_table)
 
     async def _consume_directly(self, cmd: RemotingCommand) -> RemotingCommand:
         c = self.ctx
@@ -112,16 +100,3 @@ class ClientRemotingProcessor:
         body = ConsumeMessageDirectlyResult(order=c.orderly, auto_commit=True, consume_result=result, remark=remark,
                                             spent_time_mills=spent)
         return RemotingCommand.response_to(cmd, body=body.encode())
-
-
-class RunningInfo:
-    """ConsumerRunningInfo (§6.3), written with fastjson's object-form MessageQueue keys."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def encode(self) -> bytes:
-        return fastjson.dumps(self.data).encode()
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]

@@ -158,6 +158,13 @@ def produce(args) -> int:
         ok += len(indexes) if result.status.name == "OK" else 0
         emit("sent", i=first, n=len(indexes), status=result.status.name, msg_id=result.msg_id,
              offset=result.offset)
+    if args.linger:  # a live producer for admin commands; SIGTERM (`DriverHandle.stop()`) ends it early
+        emit("sent_all", sent_ok=ok)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        deadline = time.monotonic() + args.linger
+        while not stop.wait(0.1) and time.monotonic() < deadline:
+            pass
     producer.shutdown()
     emit("done", scenario="produce", sent_ok=ok, send_failed=failed)
     return 0
@@ -291,6 +298,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     # 15 s, not the client's 3 s: on a busy machine the first send (route lookup, connect) can take longer, and
     # the C++ client does not retry a send that timed out
     p.add_argument("--send-timeout-ms", type=int, default=15000)
+    p.add_argument("--linger", type=float, default=0.0, help="stay up this many seconds after the sends")
 
     consume = argparse.ArgumentParser(add_help=False)
     consume.add_argument("--expression", default="*", help="tag expression")

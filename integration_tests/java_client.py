@@ -2,6 +2,7 @@
 
     java = JavaClients.prepare(workdir)                # once per session: apt when needed, javac the drivers
     out = java.mqadmin("clusterList", "-n", namesrv)   # mqadmin's output (stdout + stderr); it always exits 0
+    outs = java.mqadmin_batch([["topicList", "-n", namesrv], ["clusterList", "-n", namesrv]])  # one JVM for all
     handle = java.start("PushConsume", namesrv, "CLUSTERING", "GID", 10, 30, timeout=60, home=tmp_path)
     handle.wait_for("consumer_started", 20)            # a cppclient.DriverHandle: JSON-line events
     java.run("Produce", namesrv, 10, timeout=60)       # start + wait
@@ -14,7 +15,9 @@ go there, so a test chooses whether two runs share a client's local state.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -81,11 +84,34 @@ class JavaClients:
 
     def mqadmin(self, *args: object, timeout: float = 60, home: Path | None = None) -> str:
         """Run `mqadmin ARGS` (plus getConsumerStatus, which 4.9.8 ships but does not register); its output.
-        mqadmin prints an exception and still exits 0, so callers judge the text."""
-        cmd = self._java(home or self.workdir / "home", self.tools_cp, "MQAdminPlus", args)
+        mqadmin prints an exception and still exits 0, so callers judge the text. It runs in `home` (default:
+        the session's), where consumerStatus writes its `<now>/<clientId>` files."""
+        home = home or self.workdir / "home"
+        cmd = self._java(home, self.tools_cp, "MQAdminPlus", args)
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, cwd=home)
         return proc.stdout + proc.stderr
+
+    def mqadmin_batch(self, commands: list[list[object] | tuple[list[object], float]], timeout: float = 300,
+                      home: Path | None = None) -> list[str | None]:
+        """Run several mqadmin commands in one JVM (MQAdminPlus --batch); each one's output (stdout and stderr
+        together), None for those that never ran (mqadmin exits on arguments it cannot parse, after printing
+        its usage under the command that had them). `(args, seconds)`: a command that never ends by itself
+        (clusterRT, startMonitoring), left running in the background after `seconds`; put those last."""
+        home = home or self.workdir / "home"
+        cmd = self._java(home, self.tools_cp, "MQAdminPlus", ("--batch",))
+
+        def line(c: list[object] | tuple[list[object], float]) -> str:
+            if isinstance(c, tuple):
+                return json.dumps({"args": [str(a) for a in c[0]], "seconds": c[1]})
+            return json.dumps([str(a) for a in c])
+        lines = "".join(line(c) + "\n" for c in commands)
+        proc = subprocess.run(cmd, input=lines, capture_output=True, text=True, errors="replace", timeout=timeout,
+                              cwd=home)
+        outputs: list[str | None] = [None] * len(commands)
+        for m in re.finditer(r"@@@mqadmin-begin (\d+)\n(.*?)(?:\n@@@mqadmin-end \1\n|\Z)", proc.stdout, re.S):
+            outputs[int(m.group(1))] = m.group(2)
+        return outputs
 
     def start(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None
               ) -> DriverHandle:

@@ -406,6 +406,28 @@ class GetProducerConnectionListRequestHeader(CommandHeader, kw_only=True):
     producer_group: str
 
 
+class ViewBrokerStatsDataRequestHeader(CommandHeader, kw_only=True):
+    """VIEW_BROKER_STATS_DATA (315): one stats item, e.g. TOPIC_PUT_NUMS / `Orders`."""
+
+    stats_name: str
+    stats_key: str
+
+
+class GetConsumeStatsInBrokerHeader(CommandHeader, kw_only=True):
+    """GET_BROKER_CONSUME_STATS (317): `isOrder` keeps only the groups' ordered topics."""
+
+    is_order: bool = False
+
+
+class CloneGroupOffsetRequestHeader(CommandHeader, kw_only=True):
+    """CLONE_GROUP_OFFSET (314)."""
+
+    src_group: str
+    dest_group: str
+    topic: str | None = None
+    offline: bool = False
+
+
 class TopicRequestHeader(CommandHeader, kw_only=True):
     """GET_TOPIC_STATS_INFO, DELETE_TOPIC_IN_BROKER, QUERY_TOPIC_CONSUME_BY_WHO."""
 
@@ -521,3 +543,19 @@ class WipeWritePermOfBrokerResponseHeader(CommandHeader, kw_only=True):
 
 class AddWritePermOfBrokerResponseHeader(CommandHeader, kw_only=True):
     add_topic_count: int
+
+
+class GetBrokerConfigResponseHeader(CommandHeader, kw_only=True):
+    """GET_BROKER_CONFIG (26): the configuration's data version (JSON); the body is a properties text."""
+
+    version: str
+
+
+class QueryConsumeQueueRequestHeader(CommandHeader, kw_only=True):
+    """QUERY_CONSUME_QUEUE (321): `count` units of one consume queue from logical offset `index`."""
+
+    topic: str
+    queue_id: int
+    index: int
+    count: int
+    consumer_group: str | None = None

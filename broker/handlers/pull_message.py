@@ -16,6 +16,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import GetMessageStatus
 
+from ..broadcast_offset import session_of
 from ..long_polling import PullRequest
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ class PullMessageProcessor:
     def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool) -> RemotingCommand | None:
         b = self.broker
         h = PullMessageRequestHeader.from_ext(req.ext_fields)
+        if not b.config.broker_permission & PermName.READ:  # brokerPermission (updateBrokerConfig)
+            raise BrokerError(_R.NO_PERMISSION, f"the broker[{b.config.advertised_host or b.config.host}] pulling "
+                                                "message is forbidden")
         group_cfg = b.subscription_group_manager.find(h.consumer_group)
         if group_cfg is None:
             raise BrokerError(_R.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -107,10 +111,12 @@ class PullMessageProcessor:
                                                PullMessageResponseHeader.fast_ext(
                                                    h.queue_offset, b.store.get_min_offset_in_queue(h.topic, h.queue_id),
                                                    b.store.get_max_offset_in_queue(h.topic, h.queue_id)))
-        moved_to = self._offset_override(h, broadcasting, client_id)
+        session = session_of(conn.attributes) if broadcasting else 0
+        moved_to = self._offset_override(h, broadcasting, client_id, session)
         if moved_to is not None:
-            return self._moved(req, h, moved_to, broadcasting, client_id)
+            return self._moved(req, h, moved_to, broadcasting, client_id, session)
 
+        began = time.perf_counter_ns()
         result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums, codes)
         if result is None:
             raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
@@ -127,14 +133,21 @@ class PullMessageProcessor:
             code = _R.PULL_OFFSET_MOVED
         else:  # OFFSET_OVERFLOW_ONE, OFFSET_FOUND_NULL
             code = _R.PULL_NOT_FOUND
+        elapsed_ms = (time.perf_counter_ns() - began) // 1_000_000
+        if code == _R.SUCCESS:  # the broker statistics: GROUP_GET_NUMS/SIZE, get found/miss
+            b.stats.got(h.consumer_group, h.topic, h.queue_id, len(result.messages), len(body), elapsed_ms)
+        else:
+            b.stats.missed(elapsed_ms)
 
         if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET:
             b.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
                                                     h.commit_offset)
         # after the commit: a commit offset is checked against what was pulled before this pull
         b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
-        if broadcasting:
-            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, h.queue_offset)
+        if broadcasting:  # where the client is: as asked, or where an illegal offset was corrected to (as 5.x)
+            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, session,
+                                              result.next_begin_offset if code == _R.PULL_OFFSET_MOVED
+                                              else h.queue_offset, result.next_begin_offset)
 
         if code == _R.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
             hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_ms
@@ -157,9 +170,11 @@ class PullMessageProcessor:
             return b.broadcast_offsets.has_reset(h.topic, h.consumer_group, h.queue_id, client_id)
         return b.consumer_offset_manager.has_offset_reset(h.topic, h.consumer_group, h.queue_id)
 
-    def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> int | None:
+    def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str,
+                         session: int) -> int | None:
         """Where this pull must go instead of its queueOffset: a pending server-side reset, or (broadcasting) the
-        broker's offset for a client that starts at the end of the queue. None: as asked."""
+        broker's offset for a client whose first pull of the queue in this session starts at the end. None: as
+        asked."""
         b = self.broker
         target = None
         if b.config.use_server_side_reset_offset:
@@ -169,19 +184,20 @@ class PullMessageProcessor:
                 target = b.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group,
                                                                                  h.queue_id)
         if target is None and broadcasting and b.config.enable_broadcast_offset_store:
-            target = b.broadcast_offsets.init_offset(h.topic, h.consumer_group, h.queue_id, client_id,
+            target = b.broadcast_offsets.init_offset(h.topic, h.consumer_group, h.queue_id, client_id, session,
                                                      h.queue_offset,
                                                      b.store.get_max_offset_in_queue(h.topic, h.queue_id))
         return target if target is not None and target != h.queue_offset else None
 
     def _moved(self, req: RemotingCommand, h: PullMessageRequestHeader, offset: int, broadcasting: bool,
-               client_id: str) -> RemotingCommand:
+               client_id: str, session: int) -> RemotingCommand:
         """PULL_OFFSET_MOVED to `offset` (5.x's OFFSET_RESET): every client moves its pull there at once, and
         the pull's commit offset (the client's old position) is not stored."""
         b = self.broker
         b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, offset)
         if broadcasting:
-            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, offset)
+            b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, session, offset,
+                                              offset)
         log.info("%s: pull of %s queue %d by %s moved from %d to %d", h.consumer_group, h.topic, h.queue_id,
                  client_id, h.queue_offset, offset)
         return RemotingCommand.response_to(req, _R.PULL_OFFSET_MOVED, "OFFSET_RESET", PullMessageResponseHeader.fast_ext(
