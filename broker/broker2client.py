@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,14 @@ log = logging.getLogger("rocketmq_emulator.reset")
 
 #: clients older than this (3.0.7) cannot apply a reset (upstream's rule)
 MIN_RESET_CLIENT_VERSION = 28
+#: how long a Java client told of a reset is left to apply it itself: 4.9.x's MQClientInstance.resetOffset pauses
+#: the consumer, waits 10 s, then stores the new offsets and rebuilds its queues; a pull it had held at the broker
+#: (up to 15 s) may come back meanwhile. Moving such a pull (PULL_OFFSET_MOVED) as well would make the client
+#: apply the reset twice: its offset-moved path removes, 10 s later, the queue the reset had just rebuilt, and
+#: what was consumed in between is delivered again.
+JAVA_RESET_GRACE_S = 30.0
+#: MQVersion.Version.V4_9_8.ordinal(): Java clients before it do not apply a reset of a broadcasting group
+JAVA_BROADCAST_RESET_VERSION = 405
 STATUS_TIMEOUT_S = 5.0
 
 
@@ -60,6 +69,19 @@ class ResetRequest:
 class Broker2Client:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        #: (group, topic, client id) -> when a Java client was sent RESET_CONSUMER_CLIENT_OFFSET
+        self._told: dict[tuple[str, str, str], float] = {}
+
+    def applies_reset_itself(self, group: str, topic: str, client_id: str) -> bool:
+        """True while a Java client that was sent the group's last reset of `topic` is applying it itself (see
+        JAVA_RESET_GRACE_S): the broker then leaves its pulls from elsewhere alone instead of moving them."""
+        told = self._told.get((group, topic, client_id))
+        if told is None:
+            return False
+        if time.monotonic() - told < JAVA_RESET_GRACE_S:
+            return True
+        del self._told[(group, topic, client_id)]
+        return False
 
     # -- reset --------------------------------------------------------------------------------------
     def compute_reset(self, r: ResetRequest, broadcasting: bool) -> dict[MessageQueue, int]:
@@ -153,6 +175,9 @@ class Broker2Client:
             request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
                                               c_form if cpp else java_form)
             info.connection.invoke_oneway(request)
+            if not cpp and str(info.language).upper() == "JAVA" and (
+                    not broadcasting or info.version >= JAVA_BROADCAST_RESET_VERSION):
+                self._told[(r.group, r.topic, info.client_id)] = time.monotonic()
             log.info("[reset-offset] %s of %s sent to %s (%s form)", r.topic, r.group, info.client_id,
                      "C++" if cpp else "Java")
         if b.config.use_server_side_reset_offset:

@@ -426,7 +426,8 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
         async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
             hb = HeartbeatData(client_id="raw-client", consumer_data_set=[ConsumerData(
                 group_name="raw", subscription_data_set=[SubscriptionData(topic="Raw", sub_string="*")])])
-            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode()))
+            # (not a Java client: the broker leaves a Java client time to apply a reset itself, see below)
+            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode(), language="GO"))
             async with Producer("p", namesrv=emulator.namesrv_addr) as p:
                 await p.send_batch("Raw", [f"m{i}" for i in range(10)])
             first = await c.request(_raw_pull("Raw", 0))
@@ -450,6 +451,40 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
             return [r async for r in _drain(c)]
     requests = asyncio.run(scenario())
     assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]  # sent, never answered
+
+
+def test_s6_a_java_client_told_of_a_reset_applies_it_itself(emulator):
+    """A Java client sent RESET_CONSUMER_CLIENT_OFFSET pauses 10 s, then stores the reset offsets and rebuilds its
+    queues. A pull of its old position meanwhile (one its reset woke, or in flight) is served as asked: moving it
+    as well made the client apply the reset twice and re-deliver part of a queue (seen with the Java 4.9.8
+    client). Its pull from the reset offset applies the reset; its stale commits stay ignored."""
+    from integration_tests.rawclient import RawClient
+    from rocketmq_emulator.protocol import RequestCode, ResponseCode as R
+    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
+    from rocketmq_emulator.protocol.message import decode_messages
+    create_topic(emulator, "Raw", 1)
+    committed = lambda: emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offset("raw", "Raw", 0))
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            hb = HeartbeatData(client_id="java-client", consumer_data_set=[ConsumerData(
+                group_name="raw", subscription_data_set=[SubscriptionData(topic="Raw", sub_string="*")])])
+            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode(), language="JAVA"))
+            async with Producer("p", namesrv=emulator.namesrv_addr) as p:
+                await p.send_batch("Raw", [f"m{i}" for i in range(10)])
+            await c.request(_raw_pull("Raw", 0))
+            await c.request(_raw_pull("Raw", 10, commit=10))
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Raw", 4))
+            old_position = await c.request(_raw_pull("Raw", 10, commit=10))
+            assert old_position.code == R.PULL_NOT_FOUND, old_position  # as asked, not moved
+            assert await asyncio.to_thread(committed) == 4  # its stale commit offset was not stored
+            applied = await c.request(_raw_pull("Raw", 4))
+            assert [m.body for m in decode_messages(applied.body)] == [b"m%d" % i for i in range(4, 10)]
+            after = await c.request(_raw_pull("Raw", 10, commit=10))
+            return [r async for r in _drain(c)], after
+    requests, after = asyncio.run(scenario())
+    assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]
+    assert after.code == R.PULL_NOT_FOUND and committed() == 10
 
 
 async def _drain(c):

@@ -177,7 +177,7 @@ class PullMessageProcessor:
         asked."""
         b = self.broker
         target = None
-        if b.config.use_server_side_reset_offset:
+        if b.config.use_server_side_reset_offset and not self._left_to_the_client(h, broadcasting, client_id):
             if broadcasting:
                 target = b.broadcast_offsets.take_reset(h.topic, h.consumer_group, h.queue_id, client_id)
             else:
@@ -188,6 +188,19 @@ class PullMessageProcessor:
                                                      h.queue_offset,
                                                      b.store.get_max_offset_in_queue(h.topic, h.queue_id))
         return target if target is not None and target != h.queue_offset else None
+
+    def _left_to_the_client(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> bool:
+        """A pending reset that a Java client told of it applies itself (Broker2Client.applies_reset_itself): its
+        pulls from anywhere but the reset offset are served as asked, not moved; one from the reset offset
+        applies the reset as usual (so the old position's commits stay fenced)."""
+        b = self.broker
+        if not b.broker2client.applies_reset_itself(h.consumer_group, h.topic, client_id):
+            return False
+        if broadcasting:
+            target = b.broadcast_offsets.pending_reset(h.topic, h.consumer_group, h.queue_id, client_id)
+        else:
+            target = b.consumer_offset_manager.pending_reset(h.topic, h.consumer_group, h.queue_id)
+        return target is not None and target != h.queue_offset
 
     def _moved(self, req: RemotingCommand, h: PullMessageRequestHeader, offset: int, broadcasting: bool,
                client_id: str, session: int) -> RemotingCommand:
