@@ -15,10 +15,11 @@ With `--rocketmq-brokers N` the emulator runs N brokers (broker-a, broker-b, ...
 of them; `rocketmq_broker.stop_broker(name)` / `start_broker(name)` take one away and bring it back.
 
 Options: `--rocketmq-namesrv ADDR` runs the same tests against a broker started elsewhere (a real RocketMQ or
-the container; the faults that need the process are skipped with the reason), `--rocketmq-keep-store` keeps
-the store of a session with failures (its path is printed). The emulator traces its traffic (`serve --trace`)
-and a failed test's report gets a "rocketmq wire trace" section: the requests and answers exchanged while it
-ran (the last 300 lines); `--rocketmq-no-trace` turns that off.
+the container; the faults that need the process, or would reach beyond the session's topics and clients, are
+skipped with the reason), `--rocketmq-keep-store` keeps the store of a session with failures (its path is
+printed). The emulator traces its traffic (`serve --trace`) and a failed test's report gets a "rocketmq wire
+trace" section (`pytest_trace.py`); `--rocketmq-no-trace` turns that off. Unless the project sets
+pytest-asyncio's `asyncio_default_fixture_loop_scope`, the plugin sets it to `function`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from .admin import Admin
 from .errors import BrokerResponseError
 from .producer import Producer
 from .push_consumer import PushConsumer
+from .pytest_trace import trace_section, wait_until_quiet  # noqa: F401 - benchmarks import wait_until_quiet
 
 T = TypeVar("T")
 READY = "rocketmq-emulator ready:"
@@ -70,7 +72,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 _TRACE = pytest.StashKey[Path]()  # the session emulator's trace file
 _TRACE_START = pytest.StashKey[int]()  # its size when a test started
 _TRACE_SINCE = pytest.StashKey[str]()  # the trace time when a test started
-TRACE_LINES = 300  # at most this many of a failed test's trace lines go into its report
+_BROKER = pytest.StashKey["RocketMQBroker"]()  # the session's own emulator (not an external broker)
+
+ASYNCIO_LOOP_SCOPE = "asyncio_default_fixture_loop_scope"  # pytest-asyncio's setting, `function` when unset
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-asyncio warns (5 lines, before anything else) while its fixture loop scope is unset: unless the
+    project sets it, set it to `function`, the value pytest-asyncio announces as its future default."""
+    try:
+        unset = config.getini(ASYNCIO_LOOP_SCOPE) in (None, "")
+    except ValueError:  # pytest-asyncio is not installed
+        return
+    if unset:
+        config._inicache[ASYNCIO_LOOP_SCOPE] = "function"  # what getini() answers from now on
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -87,30 +103,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     trace = item.config.stash.get(_TRACE, None)
     if not report.failed or trace is None or "rocketmq_broker" not in getattr(item, "fixturenames", ()):
         return
-    wait_until_quiet(trace)  # the emulator's trace renderer writes within milliseconds
+    broker = item.config.stash.get(_BROKER, None)
     try:
-        with open(trace, "rb") as f:
-            f.seek(item.stash.get(_TRACE_START, 0))
-            lines = f.read().decode("utf-8", "replace").splitlines()
+        text = trace_section(trace, item.stash.get(_TRACE_START, 0), item.stash.get(_TRACE_SINCE, ""),
+                             broker.namesrv_addr if broker is not None else None)
     except OSError:
         return
-    since = item.stash.get(_TRACE_SINCE, "")
-    lines = [line for line in lines if not line[:1].isdigit() or line[:23] >= since]  # this test's lines only
-    if len(lines) > TRACE_LINES:
-        lines = [f"... {len(lines) - TRACE_LINES} earlier lines in {trace}"] + lines[-TRACE_LINES:]
-    report.sections.append((f"rocketmq wire trace ({call.when})", "\n".join(lines) or "(nothing exchanged)"))
-
-
-def wait_until_quiet(path: Path, quiet: float = 0.05, limit: float = 2.0) -> None:
-    """Until `path` has not grown for `quiet` seconds (at most `limit`)."""
-    deadline = time.monotonic() + limit
-    size = -1
-    while time.monotonic() < deadline:
-        now = path.stat().st_size if path.exists() else 0
-        if now == size:
-            return
-        size = now
-        time.sleep(quiet)
+    report.sections.append((f"rocketmq wire trace ({call.when})", text))
 
 
 def free_port(exclude: frozenset[int] | set[int] = frozenset()) -> int:
@@ -176,21 +175,35 @@ class RocketMQBroker:
 
     # -- faults -------------------------------------------------------------------------------------
     def expire_now(self, topic: str | None = None) -> dict[str, int]:
-        """Every message stored so far expires (seed 001): each queue's min offset moves to its max."""
+        """Every message stored so far expires (seed 001): each queue's min offset moves to its max. Retention
+        works on the whole commit log, so every topic's messages expire, `topic` or not: refused (skipped) on
+        a broker this plugin did not start."""
+        self._refuse_shared("expire_now", "expire every message of every topic on it")
         return self._emulator_only(lambda admin: admin.expire_now(topic), "expire_now")
 
     def drop_connections(self) -> int:
         """Close every client connection of the broker; clients must reconnect. Returns how many were closed."""
+        self._refuse_shared("drop_connections", "close the connections of every client of it")
         return sum(self._emulator_only(lambda admin: admin.drop_connections(), "drop_connections").values())
 
     def stop_broker(self, broker_name: str, route_delay: float = 0.0) -> None:
         """Take one broker away (`--rocketmq-brokers N`): a clean stop; the name server drops its routes at once
         or `route_delay` seconds later. Clients rebalance onto the other brokers."""
+        self._refuse_shared("stop_broker", "stop a broker every client of it uses")
         self._emulator_only(lambda admin: admin.stop_broker(broker_name, route_delay), "stop_broker")
 
     def start_broker(self, broker_name: str) -> None:
         """Bring a broker taken away with `stop_broker` back (same store and ports)."""
+        self._refuse_shared("start_broker", "start a broker of it")
         self._emulator_only(lambda admin: admin.start_broker(broker_name), "start_broker")
+
+    def _refuse_shared(self, what: str, effect: str) -> None:
+        """The faults that reach beyond this session's topics and clients run only on the plugin's own emulator:
+        the broker behind --rocketmq-namesrv may be a shared one, whose other users' data must stay."""
+        if self.external:
+            pytest.skip(f"{what}() would {effect}, not only what this test session made; it runs only on the "
+                        f"emulator this plugin starts, not on the broker behind --rocketmq-namesrv "
+                        f"{self.namesrv_addr}, which others may share")
 
     def _with_admin(self, call: Callable[[Admin], Awaitable[T]]) -> T:
         """`call(admin)` with a fresh Admin, run to the end on a worker thread's loop."""
@@ -324,6 +337,7 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
                              brokers=request.config.getoption("rocketmq_brokers"))
     if trace is not None:
         request.config.stash[_TRACE] = trace
+        request.config.stash[_BROKER] = broker
     try:
         yield broker
     finally:

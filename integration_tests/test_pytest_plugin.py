@@ -4,11 +4,14 @@ pause), then `--rocketmq-namesrv` pointing at a separately started emulator, and
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+
+from rocketmq_emulator.client import Producer
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
@@ -34,15 +37,50 @@ def test_the_readme_test_file_passes_against_its_own_emulator(pytester):
 
 
 def test_rocketmq_namesrv_runs_the_same_tests_against_another_broker(pytester, emulator):
+    async def send_others_messages() -> None:
+        async with Producer("others_producer", namesrv=emulator.namesrv_addr) as producer:
+            for i in range(3):
+                await producer.send("OthersTopic", f"keep me {i}".encode())
+    asyncio.run(send_others_messages())  # a shared development broker: someone else's messages
+    store = emulator.broker.store
+    before = {q: (store.get_min_offset_in_queue("OthersTopic", q), store.get_max_offset_in_queue("OthersTopic", q))
+              for q in range(4)}
+    assert sum(hi - lo for lo, hi in before.values()) == 3
+
     project(pytester, test_orders=readme_example())
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--rocketmq-namesrv",
                                            emulator.namesrv_addr)
-    # round trip and expiry run against the emulator started here; restart and pause need the plugin's own
-    result.assert_outcomes(passed=2, skipped=2)
-    result.stdout.fnmatch_lines(["*restart() needs the broker this plugin starts*",
-                                 "*pause() needs the broker this plugin starts*"])
-    assert emulator.broker.store.get_max_offset_in_queue  # the topics were made on this broker:
+    after = {q: (store.get_min_offset_in_queue("OthersTopic", q), store.get_max_offset_in_queue("OthersTopic", q))
+             for q in range(4)}
+    assert after == before  # the other topic keeps every message
+    # the round trip runs against the emulator started here; restart and pause need the plugin's own, and
+    # expire_now and drop_connections would reach beyond this session's topics and clients: skipped, saying so
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines(["*expire_now() would expire every message of every topic on it, not only what "
+                                 "this test session made*--rocketmq-namesrv*",
+                                 "*restart() needs the broker this plugin starts*",
+                                 "*drop_connections() would close the connections of every client of it*"])
     assert any(t.startswith("t_test_round_trip") for t in emulator.broker.topic_config_manager.table)
+
+
+def test_the_faults_that_reach_beyond_the_session_are_refused_on_another_broker(pytester, emulator):
+    project(pytester, test_faults="""
+def test_stop_broker(rocketmq_broker):
+    rocketmq_broker.stop_broker("broker-a")
+
+def test_expire_now_of_every_topic(rocketmq_broker):
+    rocketmq_broker.expire_now()
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--rocketmq-namesrv",
+                                           emulator.namesrv_addr)
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*stop_broker() would stop a broker every client of it uses*",
+                                 "*expire_now() would expire every message*"])
+
+    async def send_after() -> str:
+        async with Producer("others_producer", namesrv=emulator.namesrv_addr) as producer:
+            return (await producer.send("OthersTopic", b"still served")).queue.broker_name
+    assert asyncio.run(send_after()) == "broker-a"  # broker-a still serves
 
 
 def test_keep_store_keeps_the_store_of_a_failed_session_only(pytester):
@@ -92,6 +130,39 @@ async def test_fails(rocketmq_producer, rocketmq_topic):
     quiet = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-no-trace")
     quiet.assert_outcomes(passed=1, failed=1)
     assert "rocketmq wire trace" not in quiet.stdout.str()
+
+
+def test_the_first_test_of_a_session_gets_its_wire_trace(pytester):
+    """The first test starts the emulator (and its trace renderer process) and fails at once: its report still
+    holds what it exchanged, on a busy machine too (the report waits for the trace to catch up)."""
+    project(pytester, test_first="""
+def test_fails_first(rocketmq_topic):
+    assert False, "first"
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    section = result.stdout.str().split("rocketmq wire trace (call)", 1)[1]
+    assert "(nothing exchanged)" not in section
+    assert "<- UPDATE_AND_CREATE_TOPIC(17)" in section and "topic=t_test_fails_first_" in section, section
+    assert "-> answer to UPDATE_AND_CREATE_TOPIC: SUCCESS(0)" in section, section
+    assert "pytest-trace-mark" not in section  # the plugin's own marker request is not the test's
+
+
+def test_a_project_without_an_asyncio_loop_scope_setting_gets_no_warning(pytester):
+    pytester.makepyfile(test_plain="""
+import pytest
+
+@pytest.mark.asyncio
+async def test_sends(rocketmq_producer, rocketmq_topic):
+    producer = await rocketmq_producer()
+    await producer.send(rocketmq_topic, b"no ini file")
+""")
+    assert not list(pytester.path.glob("*.ini")) and not list(pytester.path.glob("*.toml"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str() + result.stderr.str()
+    assert "Warning" not in out and "is unset" not in out, out  # no warning of any kind
+    assert "asyncio_default_fixture_loop_scope=function" in out  # pytest-asyncio's header: the plugin's value
 
 
 def test_rocketmq_brokers_runs_several_and_one_can_be_taken_away(pytester):

@@ -138,3 +138,32 @@ def test_text_trace_to_a_file_from_the_command_line(tmp_path):
     assert len(lines) == 4, lines  # two sends and their answers, nothing else
     assert "<- SEND_MESSAGE_V2(310)" in lines[0] and "b=TextTrace" in lines[0] and "body=bytes=5 messages=1" in lines[0]
     assert "-> answer to SEND_MESSAGE_V2: SUCCESS(0)" in lines[1] and "queueOffset=" in lines[1]
+
+
+def test_the_trace_command_filters_text_and_json_traces_by_the_live_rule(emulator_factory, tmp_path):
+    """`rocketmq-emulator trace FILE --group/--topic`: a request when it names the group or topic, an answer
+    when its request did (so no answer to another group's request, and every chosen request's answer)."""
+    for fmt in ("text", "json"):
+        trace = tmp_path / f"full.{fmt}"
+        emu = emulator_factory(wire_trace=str(trace), wire_trace_format=fmt)
+        _traffic(emu)  # on one connection: sends to FA and FB (group PG), pulls of FA by GA and FB by GB
+        emu.stop()
+
+        def printed(*args: str) -> list[str]:
+            done = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "trace", str(trace), *args],
+                                  capture_output=True, text=True, timeout=30, cwd=ROOT)
+            assert done.returncode == 0 and not done.stderr, done.stderr
+            return done.stdout.splitlines()
+
+        by_group = printed("--group", "GA")
+        assert len(by_group) == 2, (fmt, by_group)
+        assert "<- PULL_MESSAGE(11)" in by_group[0] and "consumerGroup=GA" in by_group[0], (fmt, by_group)
+        assert "-> answer to PULL_MESSAGE:" in by_group[1], (fmt, by_group)
+        assert by_group[0].split(" opaque=")[1].split()[0] == by_group[1].split(" opaque=")[1].split()[0]
+
+        by_topic = printed("--topic", "FB")
+        assert [line.split(" opaque=")[0].split("<- ")[-1].split("-> ")[-1] for line in by_topic] == [
+            "SEND_MESSAGE_V2(310)", "answer to SEND_MESSAGE_V2: SUCCESS(0)", "PULL_MESSAGE(11)",
+            "answer to PULL_MESSAGE: SUCCESS(0)"], (fmt, by_topic)
+        assert "b=FB" in by_topic[0] and "topic=FB" in by_topic[2] and "queue_offsets=[0, 0]" in by_topic[3]
+        assert len(printed()) == len(trace.read_text().splitlines())  # no filter: every line

@@ -11,12 +11,13 @@ their packed form, and how a packed command becomes a line.
   header fields and a body summary (a send's message count, a pull answer's queue and first/last queue
   offset from the records' fixed fields, JSON bodies cut to a length).
 * Line formats: `text` (for people; `format_text`) and `json` (one object per line); `read_trace()` filters a
-  saved trace (`rocketmq-emulator trace FILE`).
+  saved trace (`rocketmq-emulator trace FILE`) by the same rule, JSON or text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import time
 from typing import IO, Any, Iterable
@@ -83,12 +84,6 @@ class TraceFilter:
         if self.topic is not None and not any(ext.get(f) == self.topic for f in _TOPIC_FIELDS):
             return False
         return True
-
-    def matches_record(self, record: dict[str, Any]) -> bool:
-        """The same choice on a decoded JSON trace line (a response follows its request's code)."""
-        code = record.get("request_code", record.get("code"))
-        return self.matches(code, record.get("header")) if record.get("kind") == "request" else \
-            self.codes is None or code in self.codes
 
 
 def choose(attributes: dict[str, Any], direction: str, cmd: RemotingCommand, trace_filter: TraceFilter
@@ -266,31 +261,84 @@ def _printable(value: Any) -> str:
 
 
 def read_trace(lines: Iterable[str], trace_filter: TraceFilter) -> Iterable[dict[str, Any] | str]:
-    """The records of a saved trace that pass the filter: dicts for JSON lines; a text trace's lines (and
-    comments) as strings, kept when they name the chosen codes, group and topic."""
+    """The records of a saved trace that pass the filter, by the live trace's rule (`choose()`): a request when
+    the filter chooses it, an answer when its request was chosen (matched by connection, direction and opaque).
+    JSON lines come as dicts; a text trace's lines as strings, parsed the same way (`parse_text_line`).
+    Comments pass; other lines pass only when the filter chooses everything."""
+    everything = trace_filter.codes is None and trace_filter.group is None and trace_filter.topic is None
+    connections: dict[tuple[Any, Any], dict[str, Any]] = {}
     for line in lines:
         line = line.rstrip("\n")
         if not line:
             continue
+        item: dict[str, Any] | str = line
+        rec: dict[str, Any] | None = None
         if line.startswith("{"):
             try:
                 rec = json.loads(line)
             except ValueError:
                 rec = None
             if isinstance(rec, dict) and "kind" in rec:
-                if trace_filter.matches_record(rec):
-                    yield rec
-                continue
-        if line.startswith("#") or _text_matches(line, trace_filter):
+                item = rec
+            else:
+                rec = None
+        if line.startswith("#"):
             yield line
+            continue
+        if rec is None:
+            rec = parse_text_line(line)
+        if rec is None:
+            if everything:
+                yield line
+            continue
+        attributes = connections.setdefault((rec.get("port"), rec.get("peer")), {})
+        cmd = _SavedCommand(rec)
+        if choose(attributes, rec.get("dir", "in"), cmd, trace_filter) is not None:  # type: ignore[arg-type]
+            yield item
 
 
-def _text_matches(line: str, f: TraceFilter) -> bool:
-    if f.codes is not None and not any(f"{request_code_name(c)}" in line for c in f.codes):
-        return False
-    if f.group is not None and f"={f.group}" not in line and f'"{f.group}"' not in line:
-        return False
-    if f.topic is not None and f"={f.topic}" not in line and f'"{f.topic}"' not in line:
-        return False
-    return True
+class _SavedCommand:
+    """What `choose()` reads of a command, from a saved trace record."""
 
+    __slots__ = ("code", "flag", "opaque", "ext_fields")
+
+    def __init__(self, rec: dict[str, Any]) -> None:
+        self.code = rec.get("code")
+        self.flag = int(rec.get("flag") or 0) | (1 if rec.get("kind") == "response" else 0)
+        self.opaque = rec.get("opaque")
+        self.ext_fields = rec.get("header")
+
+
+_TEXT_LINE = re.compile(r"^(?P<time>\S+) \[(?P<port>[^\]]*)\] (?P<peer>\S+).*? (?P<arrow><-|->) (?P<what>.*?) "
+                        r"opaque=(?P<opaque>-?\d+) flag=(?P<flag>\d+)(?P<rest>.*)$")
+_TEXT_CODE = re.compile(r"\((-?\d+)\)$")
+_TEXT_REMARK = re.compile(r"^ remark=(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+_TEXT_FIELD_SPLIT = re.compile(r", (?=[A-Za-z_][\w.]*=)")
+
+
+def parse_text_line(line: str) -> dict[str, Any] | None:
+    """A text trace line (`format_text`) back to what the filters read: port, peer, dir, kind, code, opaque,
+    flag and the header fields (values as printed); None when it is not such a line."""
+    m = _TEXT_LINE.match(line)
+    if m is None:
+        return None
+    what = m["what"]
+    response = what.startswith("answer to ")
+    code = _TEXT_CODE.search(what)
+    if code is None:
+        return None
+    rec: dict[str, Any] = {"port": m["port"], "peer": m["peer"], "dir": "in" if m["arrow"] == "<-" else "out",
+                           "kind": "response" if response else "request", "code": int(code[1]),
+                           "opaque": int(m["opaque"]), "flag": int(m["flag"])}
+    rest = m["rest"]
+    if rest.startswith(" oneway"):
+        rest = rest[len(" oneway"):]
+    remark = _TEXT_REMARK.match(rest)
+    if remark:
+        rest = rest[remark.end():]
+    if rest.startswith(" {"):
+        end = rest.find("} body=")
+        end = end if end >= 0 else rest.rfind("}")
+        if end > 0:
+            rec["header"] = dict(field.partition("=")[::2] for field in _TEXT_FIELD_SPLIT.split(rest[2:end]))
+    return rec

@@ -10,7 +10,7 @@ import pytest
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.broker.trace import Tracer
-from rocketmq_emulator.protocol.trace import TraceFilter, format_text, parse_codes, read_trace
+from rocketmq_emulator.protocol.trace import TraceFilter, format_text, parse_codes, parse_text_line, read_trace
 
 
 class Conn:
@@ -86,3 +86,55 @@ def test_saved_traces_are_filtered_and_printed_as_text(tmp_path):
     line = format_text(chosen[0])
     assert "<- SEND_MESSAGE_V2(310) opaque=1 flag=0 {a=PG, b=T1, i=TAGS=x} body=bytes=2 messages=1" in line
     assert list(read_trace(saved, TraceFilter(topic="T2")))[0]["name"] == "PULL_MESSAGE"
+
+
+def _two_groups_on_two_connections(out, fmt: str) -> None:
+    """Sends and pulls of groups G1 and G2 on two connections, whose opaques repeat; a heartbeat; a broker
+    request to a client of G1 and its answer."""
+    tracer = Tracer.open(str(out), fmt=fmt)
+    one, two = Conn(), Conn()
+    two.peer = "127.0.0.1:6666"
+    for conn, group, topic in ((one, "G1", "T1"), (two, "G2", "T2")):
+        tracer.inbound(conn, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": group, "b": topic},
+                                                     opaque=1, body=b"x"))
+        tracer.inbound(conn, RemotingCommand.request(RequestCode.PULL_MESSAGE, {"consumerGroup": group,
+                                                                                 "topic": topic}, opaque=2))
+        tracer.inbound(conn, RemotingCommand.request(RequestCode.HEART_BEAT, opaque=3, body=b'{"clientID":"c"}'))
+    for conn in (two, one):  # answers in another order than their requests
+        for opaque in (1, 2, 3):
+            tracer.outbound(conn, RemotingCommand(0, flag=1, opaque=opaque, remark="a, {b}",
+                                                  ext_fields={"queueOffset": str(opaque)}))
+    tracer.outbound(one, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G1"},
+                                                 opaque=2))
+    tracer.inbound(one, RemotingCommand(0, flag=1, opaque=2))
+    with tracer:
+        pass
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_saved_trace_keeps_the_answers_of_the_chosen_requests_only(tmp_path, fmt):
+    out = tmp_path / f"trace.{fmt}"
+    _two_groups_on_two_connections(out, fmt)
+    saved = out.read_text().splitlines()
+    assert len(saved) == 14
+
+    def summary(trace_filter):
+        got = []
+        for item in read_trace(saved, trace_filter):
+            rec = item if isinstance(item, dict) else parse_text_line(item)
+            got.append((rec["peer"][-4:], rec["dir"], rec["kind"], rec["code"], rec["opaque"]))
+        return got
+
+    assert summary(TraceFilter(group="G1")) == [
+        ("5555", "in", "request", 310, 1), ("5555", "in", "request", 11, 2),
+        ("5555", "out", "response", 0, 1), ("5555", "out", "response", 0, 2),
+        ("5555", "out", "request", 40, 2), ("5555", "in", "response", 0, 2)]
+    assert summary(TraceFilter(topic="T2")) == [
+        ("6666", "in", "request", 310, 1), ("6666", "in", "request", 11, 2),
+        ("6666", "out", "response", 0, 1), ("6666", "out", "response", 0, 2)]
+    assert summary(TraceFilter(codes={34})) == [
+        ("5555", "in", "request", 34, 3), ("6666", "in", "request", 34, 3),
+        ("6666", "out", "response", 0, 3), ("5555", "out", "response", 0, 3)]
+    assert summary(TraceFilter(codes={310}, group="G2")) == [("6666", "in", "request", 310, 1),
+                                                             ("6666", "out", "response", 0, 1)]
+    assert len(summary(TraceFilter())) == 14
