@@ -56,14 +56,15 @@ def register(spark: SparkSession) -> None:
 
 
 def session(master: str = "local[*]", app_name: str = "rocketmq-emulator", log_level: str = "ERROR",
-            **conf: str) -> SparkSession:
+            progress_bar: bool = True, **conf: str) -> SparkSession:
     """A SparkSession whose Python workers run this interpreter (so they import this package), with the
-    `rocketmq` format registered and Spark's console progress bar on. A local master binds to 127.0.0.1."""
+    `rocketmq` format registered and Spark's console progress bar on (unless `progress_bar` is False; the seed
+    command shows its own). A local master binds to 127.0.0.1."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.showConsoleProgress", "true").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", str(progress_bar).lower()).config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4"))
     for key, value in conf.items():
         builder = builder.config(key, value)
