@@ -1,26 +1,31 @@
-"""`rocketmq-emulator` command line: `serve` starts the name server and broker."""
+"""`rocketmq-emulator` command line: `serve` starts the name server and broker; `trace` prints a wire trace.
+
+This is the one console entry point. The client's commands (`admin`, `produce`, `consume`, `health`) and
+`seed` live in the layers above the broker (client/, spark_tools/), which the broker's code never imports:
+`main` runs their command line in this process by module name, and each command imports only what it uses.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
+import importlib
 import os
 import sys
-from typing import Any, Callable
-from importlib.metadata import PackageNotFoundError, version
+import time
+from typing import TYPE_CHECKING, Any, Callable
 
-from rocketmq_emulator.protocol.cli_util import (EXIT_USAGE, OneLineParser, boolean, choice, int_range, port,
-                                                 report_error)
-from rocketmq_emulator.protocol.trace import TraceFilter, format_text, parse_codes, read_trace
+from rocketmq_emulator.protocol.cli_util import (EXIT_USAGE, MAX_PORT, OneLineParser, boolean, choice, int_range,
+                                                 port, report_error)
 
-from .config import BrokerConfig, apply_broker_conf, parse_group_list, parse_topic_list
+if TYPE_CHECKING:
+    from .config import BrokerConfig
 
 ENV_PREFIX = "ROCKETMQ_EMULATOR_"
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 def _codes_type(text: str) -> frozenset[int]:
+    from rocketmq_emulator.protocol.trace import parse_codes
     try:
         return parse_codes(text)
     except ValueError as exc:
@@ -68,26 +73,47 @@ SERVE_FLAGS: dict[str, tuple[str, Callable[[str], Any], str]] = {
 
 
 def package_version() -> str:
+    """The installed version. Read from the dist-info folder on sys.path when there is one: importing
+    importlib.metadata alone costs `serve` ~30 ms of start-up."""
+    for entry in sys.path:
+        try:
+            names = [e.name for e in os.scandir(entry or ".") if e.name.startswith("rocketmq_emulator-")
+                     and e.name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(entry or ".", name, "METADATA"), encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("Version:"):
+                            return line.partition(":")[2].strip()
+                        if not line.strip():
+                            break
+            except OSError:
+                pass
+    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("rocketmq-emulator")
     except PackageNotFoundError:
         return "0+unknown"
 
 
-def _list_type(parse: Callable[[str], list[Any]]) -> Callable[[str], list[Any]]:
+def _list_type(name: str) -> Callable[[str], list[Any]]:
+    """An argparse type from broker/config.py's list parser `name` (imported when a value is given)."""
     def convert(text: str) -> list[Any]:
+        from . import config
         try:
-            return parse(text)
+            return getattr(config, name)(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    convert.__name__ = parse.__name__
+    convert.__name__ = name
     return convert
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="rocketmq-emulator",
                                      description="A RocketMQ 4.x broker and name server in one Python process.")
-    parser.add_argument("--version", action="version", version=f"rocketmq-emulator {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("admin", help="mqadmin-style administration (run `rocketmq-emulator admin -h`)")
     sub.add_parser("produce", help="send messages from the command line (`rocketmq-emulator produce -h`)")
@@ -111,10 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "environment, which wins over --config.")
     for flag, (_, typ, help_text) in SERVE_FLAGS.items():
         serve.add_argument(f"--{flag}", type=typ, default=None, help=help_text)
-    serve.add_argument("--topic", action="append", type=_list_type(parse_topic_list), default=None,
+    serve.add_argument("--topic", action="append", type=_list_type("parse_topic_list"), default=None,
                        metavar="NAME[:QUEUES]", help="create this topic at start (8 queues unless given); "
                        "repeatable, or comma-separated (env ROCKETMQ_EMULATOR_TOPICS=orders:8,payments:4)")
-    serve.add_argument("--group", action="append", type=_list_type(parse_group_list), default=None,
+    serve.add_argument("--group", action="append", type=_list_type("parse_group_list"), default=None,
                        metavar="NAME", help="create this consumer group at start; repeatable, or comma-separated "
                        "(env ROCKETMQ_EMULATOR_GROUPS=g1,g2)")
     serve.add_argument("--trace", nargs="?", const="-", default=None, metavar="FILE",
@@ -128,11 +154,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, reading the installed version only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.exit(message=f"rocketmq-emulator {package_version()}\n")
+
+
 class ConfigError(Exception):
-    """A setting that cannot be used (bad environment value, unreadable --config file)."""
+    """A setting that cannot be used (bad environment value, unreadable --config file, a port out of range)."""
+
+
+def check_ports(config: BrokerConfig) -> None:
+    """Every port the settings give or imply is a real one (the system would otherwise wrap it modulo 65536):
+    the name server's, each broker's (+10 per extra broker), its VIP port (-2) and advertised port."""
+    from .config import BROKER_PORT_STEP, VIP_PORT_OFFSET
+    last = config.brokers - 1
+    checks = [("name server port (--namesrv-port)", config.namesrv_port, 0),
+              ("broker port (--broker-port)", config.broker_port, 0)]
+    for what, value, low in checks:
+        if not low <= value <= MAX_PORT:
+            raise ConfigError(f"{what} {value} is out of range (0 to {MAX_PORT}; 0 picks a free port)")
+    if config.broker_port and last:
+        top = config.broker_port + BROKER_PORT_STEP * last
+        if top > MAX_PORT:
+            raise ConfigError(f"--broker-port {config.broker_port} with --brokers {config.brokers}: the last broker "
+                              f"would listen on {top}, past {MAX_PORT} (use a broker port of at most "
+                              f"{MAX_PORT - BROKER_PORT_STEP * last}, or 0)")
+    if config.broker_port and config.vip_channel_enabled and config.broker_port - VIP_PORT_OFFSET < 1:
+        raise ConfigError(f"--broker-port {config.broker_port}: its VIP port would be "
+                          f"{config.broker_port - VIP_PORT_OFFSET} (the broker port minus {VIP_PORT_OFFSET}); "
+                          f"use {VIP_PORT_OFFSET + 1} to {MAX_PORT}, or 0 for a free port")
+    advertised = config.advertised_port
+    if advertised is not None:
+        top = advertised + BROKER_PORT_STEP * last
+        if advertised < 1 or top > MAX_PORT:
+            more = f" with --brokers {config.brokers} (the last broker would advertise {top})" if last else ""
+            raise ConfigError(f"--advertised-port {advertised}{more}: use 1 to "
+                              f"{MAX_PORT - BROKER_PORT_STEP * last}")
 
 
 def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> BrokerConfig:
+    from .config import BrokerConfig, apply_broker_conf, parse_group_list, parse_topic_list
     environ = os.environ if environ is None else environ
     config = BrokerConfig()
     conf_file = args.config or environ.get(ENV_PREFIX + "CONFIG")
@@ -172,19 +238,38 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     if ephemeral is None:
         ephemeral = environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes")
     config.ephemeral = bool(ephemeral)
+    check_ports(config)
     return config
 
 
-CLIENT_COMMANDS = ("admin", "produce", "consume", "health")
+#: commands whose command line lives in a layer above the broker: command -> module with `main(argv)`
+COMMAND_MODULES = {**dict.fromkeys(("admin", "produce", "consume", "health"), "rocketmq_emulator.client.cli"),
+                   "seed": "rocketmq_emulator.spark_tools.cli"}
+
+
+def process_started() -> float:
+    """When this process started, on the `time.perf_counter()` clock (Linux: from /proc, to 10 ms; elsewhere
+    the first call, i.e. roughly when the command line was parsed)."""
+    global _STARTED
+    if _STARTED is None:
+        try:
+            with open("/proc/self/stat", "rb") as f:
+                start_ticks = int(f.read().rpartition(b")")[2].split()[19])
+            age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+            _STARTED = time.perf_counter() - max(0.0, age)
+        except (OSError, ValueError, IndexError, AttributeError):
+            _STARTED = time.perf_counter()
+    return _STARTED
+
+
+_STARTED: float | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in CLIENT_COMMANDS:
-        # The client's CLI lives in client/, which the broker package must not import: hand over the process.
-        os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.client", *argv])
-    if argv and argv[0] == "seed":  # spark_tools/ likewise
-        os.execv(sys.executable, [sys.executable, "-m", "rocketmq_emulator.spark_tools", *argv])
+    if argv and argv[0] in COMMAND_MODULES:
+        return importlib.import_module(COMMAND_MODULES[argv[0]]).main(argv)
+    process_started()
     OneLineParser.argv = argv
     args = build_parser().parse_args(argv)
     if args.command == "serve":
@@ -193,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             report_error(str(exc), "CONFIG", as_json=False)
             return EXIT_USAGE
+        import logging
         logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("rocketmq_emulator").info("rocketmq-emulator %s", package_version())
@@ -203,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from .emulator import serve
         try:
-            uvloop.run(serve(config))
+            uvloop.run(serve(config, started=process_started()))
         except KeyboardInterrupt:
             return 0
         except Exception as exc:  # noqa: BLE001 - a clear line instead of a traceback for start-up failures
@@ -216,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_trace(args: argparse.Namespace) -> int:
+    import json
+
+    from rocketmq_emulator.protocol.trace import TraceFilter, format_text, read_trace
     trace_filter = TraceFilter(args.codes, args.group, args.topic)
     try:
         stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8", errors="replace")

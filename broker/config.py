@@ -18,6 +18,12 @@ from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL, topic
 log = logging.getLogger("rocketmq_emulator.config")
 
 
+#: the VIP port is the broker port minus this (RocketMQ's fastListenPort)
+VIP_PORT_OFFSET = 2
+#: `serve --brokers N`: broker i (from 0) listens on the broker port + i times this (and advertises likewise)
+BROKER_PORT_STEP = 10
+
+
 @dataclass
 class BrokerConfig:
     # network

@@ -19,7 +19,7 @@ from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
-from .config import BrokerConfig, ip_of
+from .config import VIP_PORT_OFFSET, BrokerConfig, ip_of
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
 from .broadcast_offset import BroadcastOffsetManager
@@ -112,10 +112,10 @@ class BrokerController:
         self.server = RemotingServer(f"broker {config.broker_name}", table, config.host, config.broker_port)
         self.server.on_connection_lost.append(self._channel_closed)
         self.vip_server: RemotingServer | None = None
-        if config.vip_channel_enabled and config.broker_port >= 2:
+        if config.vip_channel_enabled and config.broker_port >= VIP_PORT_OFFSET:
             self.vip_server = RemotingServer(f"broker {config.broker_name} (vip)",
                                              table.without(RequestCode.PULL_MESSAGE, name="vip"),
-                                             config.host, config.broker_port - 2)
+                                             config.host, config.broker_port - VIP_PORT_OFFSET)
             self.vip_server.on_connection_lost.append(self._channel_closed)
         self.topic_config_manager.on_change.append(self.register_with_namesrv)
         self.timers = PeriodicTasks()

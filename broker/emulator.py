@@ -16,7 +16,7 @@ from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestH
 from rocketmq_emulator.protocol.trace import TraceFilter
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
-from .config import WILDCARD_HOSTS, BrokerConfig, resolve_advertised_host
+from .config import BROKER_PORT_STEP, WILDCARD_HOSTS, BrokerConfig, resolve_advertised_host
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .trace import Tracer
@@ -183,9 +183,9 @@ def broker_config(config: BrokerConfig, index: int) -> BrokerConfig:
     temporary one when ephemeral)."""
     base = config.broker_name
     name = f"{base[:-1]}{chr(ord('a') + index)}" if base.endswith("-a") else f"{base}-{index + 1}"
-    cfg = second_broker(config, name, 10 * index)
+    cfg = second_broker(config, name, BROKER_PORT_STEP * index)
     if config.advertised_port:
-        cfg.advertised_port = config.advertised_port + 10 * index
+        cfg.advertised_port = config.advertised_port + BROKER_PORT_STEP * index
     if config.ephemeral:
         cfg.store_dir = f"{config.store_dir.rstrip('/')}/{name}"
     return cfg
@@ -198,8 +198,10 @@ def second_broker(config: BrokerConfig, name: str = "broker-b", port_offset: int
                    unknown_keys=[])
 
 
-async def serve(config: BrokerConfig) -> None:
-    started = time.perf_counter()
+async def serve(config: BrokerConfig, started: float | None = None) -> None:
+    """Run until SIGTERM/SIGINT. `started` (`time.perf_counter()` clock): when the process started, for the
+    ready line's "started in" figure (default: now)."""
+    started = time.perf_counter() if started is None else started
     raise_descriptor_limit()
     emulator = Emulator(config)
     loop = asyncio.get_running_loop()

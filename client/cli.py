@@ -12,39 +12,47 @@ output (one JSON document for admin commands, one JSON object per line for produ
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import signal
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, float_range, int_range,
-                                                  report_error)
-from rocketmq_emulator.protocol.topics import retry_topic
+from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, address, float_range,
+                                                  int_range, namesrv_list, report_error)
 
-from .admin import Admin
-from .cli_admin import add_admin_commands, message_json
 from .config import DEFAULT_NAMESRV
 from .errors import BrokerResponseError, ClientError
-from .health import check_health
-from .message import Message
-from .producer import Producer
-from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
+
+if TYPE_CHECKING:  # each command imports what it uses when it runs (`python -X importtime` shows the saving)
+    import asyncio
+
+    from .admin import Admin
+    from .push_consumer import PushConsumer
 
 
 def _namesrv_default() -> str:
-    return os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
+    """$NAMESRV_ADDR (checked like -n: a bad port there is a usage error naming the variable), else the default."""
+    env = os.environ.get("NAMESRV_ADDR")
+    if not env:
+        return DEFAULT_NAMESRV
+    try:
+        return namesrv_list(env)
+    except argparse.ArgumentTypeError as exc:
+        problem = str(exc)
+        raise UsageError("NAMESRV_ADDR=" + (problem if problem.startswith(repr(env)) else f"{env!r}: {problem}")) \
+            from None
 
 
 #: the group `consume` uses without -g: one per process, removed from the brokers when the command ends
 THROWAWAY_GROUP = "rocketmq_emulator_console_{pid}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `command` (the first word of the command line) other than `admin`, the admin commands
+    are left out (they import the admin client)."""
     common = OneLineParser(add_help=False)
-    common.add_argument("-n", "--namesrvAddr", dest="namesrv", default=_namesrv_default(),
+    common.add_argument("-n", "--namesrvAddr", dest="namesrv", default=None, type=namesrv_list,
                         help="name server host:port, several separated by ';' (default $NAMESRV_ADDR or "
                              f"{DEFAULT_NAMESRV})")
     common.add_argument("--json", action="store_true", help="machine-readable output; errors as JSON on stderr")
@@ -54,8 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="rocketmq-emulator", description="RocketMQ client tools")
     sub = parser.add_subparsers(dest="command", required=True)
     admin = sub.add_parser("admin", help="mqadmin-style administration", description="mqadmin-style commands")
-    admin_sub = admin.add_subparsers(dest="admin_command", required=True, metavar="<command>")
-    add_admin_commands(admin_sub, common)
+    if command not in ("produce", "consume", "health"):
+        from .cli_admin import add_admin_commands
+        admin_sub = admin.add_subparsers(dest="admin_command", required=True, metavar="<command>")
+        add_admin_commands(admin_sub, common)
 
     p = sub.add_parser("produce", parents=[common], help="send messages (stdin lines, --message, --count)")
     p.add_argument("-t", "--topic", required=True)
@@ -71,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("health", parents=[common], help="check the name server and its brokers (exit 0 or 1)",
                        description="Checks that the name server answers and that every broker it lists answers; "
                                    "prints one line and exits 0 (healthy) or 1 (saying which part is down).")
-    p.add_argument("--broker", action="append", default=None, metavar="HOST:PORT",
+    p.add_argument("--broker", action="append", default=None, metavar="HOST:PORT", type=address,
                    help="check this broker address instead of the listed ones (repeatable); the name server "
                         "must still list a broker")
 
@@ -103,6 +113,7 @@ def _emit(out: TextIO, args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
+    from .admin import Admin
     async with Admin(args.namesrv, timeout=args.timeout) as admin:
         data, text = await args.run(admin, args)
     _emit(out, args, data, text)
@@ -110,6 +121,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def run_health(args: argparse.Namespace, out: TextIO) -> int:
+    from .health import check_health
     report = await check_health(args.namesrv, args.broker, args.timeout)
     if args.json:
         out.write(json.dumps({"healthy": report.healthy, "detail": report.line}) + "\n")
@@ -133,6 +145,8 @@ def _properties(items: list[str]) -> dict[str, str]:
 
 
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
+    from .message import Message
+    from .producer import Producer
     props = _properties(args.property)
     if args.count is not None:
         template = args.message if args.message is not None else "message {i}"
@@ -182,6 +196,11 @@ _POLL_S, _HEALTH_CHECK_S = 0.2, 2.0
 
 
 async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
+    import asyncio
+    import signal
+
+    from .admin import Admin
+    from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
     throwaway = args.group is None
     group = THROWAWAY_GROUP.format(pid=os.getpid()) if throwaway else args.group
     stop = asyncio.Event()
@@ -210,6 +229,7 @@ async def _consume_until_done(args: argparse.Namespace, out: TextIO, consumer: P
                               stop: asyncio.Event) -> None:
     """Print and ack messages until stopped, N were printed, or the idle timeout passed. Only printed messages
     are acked, so only they are committed. While idle, the broker is checked so a lost one ends the command."""
+    from .cli_admin import message_json
     n = 0
     idle_since = last_check = time.monotonic()
     while not stop.is_set():
@@ -240,6 +260,7 @@ async def _consume_until_done(args: argparse.Namespace, out: TextIO, consumer: P
 
 async def _forget_group(admin: Admin, group: str) -> None:
     """Remove a throwaway group's subscription, offsets and retry topic from the brokers (best effort)."""
+    from rocketmq_emulator.protocol.topics import retry_topic
     try:
         await admin.delete_subscription_group(group, remove_offset=True)
         await admin.delete_topic(retry_topic(group))
@@ -252,10 +273,13 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stdin: 
     during produce or an admin command (consume stops cleanly on Ctrl-C and exits 0)."""
     argv = sys.argv[1:] if argv is None else argv
     OneLineParser.argv = argv
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     out = stdout or sys.stdout
     as_json = getattr(args, "json", False)
+    import asyncio
     try:
+        if getattr(args, "namesrv", "") is None:
+            args.namesrv = _namesrv_default()
         if args.command == "admin":
             return asyncio.run(run_admin(args, out))
         if args.command == "produce":

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
-from rocketmq_emulator.protocol.cli_util import boolean, float_range, int_range
+from rocketmq_emulator.protocol.cli_util import address, boolean, float_range, int_range
 from rocketmq_emulator.protocol.errors import ProtocolError
 
 from .admin import Admin
@@ -175,8 +175,11 @@ async def consumer_connection(admin: Admin, a: argparse.Namespace) -> tuple[Any,
 
 async def reset_offset_by_time(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     result = await admin.reset_offset_by_timestamp(a.group, a.topic, a.timestamp, force=a.force, cpp=a.cplus)
-    rows = [{**mq_json(r.queue), "offset": r.offset, "brokerOffset": r.broker_offset,
-             "consumerOffset": r.consumer_offset, "timestampOffset": r.timestamp_offset} for r in result.rows]
+    rows: list[dict[str, Any]] = [{**mq_json(r.queue), "offset": r.offset} for r in result.rows]
+    if result.method != "broker":  # the old way computes these; the broker's answer has only the new offset
+        for row, r in zip(rows, result.rows):
+            row.update(brokerOffset=r.broker_offset, consumerOffset=r.consumer_offset,
+                       timestampOffset=r.timestamp_offset)
     data = {"group": a.group, "topic": a.topic, "timestamp": a.timestamp, "force": a.force, "method": result.method,
             "offsets": rows}
     if result.method == "broker":
@@ -304,7 +307,7 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="1-1024 (default 8)")
     p.add_argument("-p", "--perm", type=perm, default=6, help="2 write, 4 read, 6 read+write (default)")
     p.add_argument("-c", "--clusterName", dest="cluster")
-    p.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", type=address, metavar="HOST:PORT")
     p.add_argument("-o", "--order", type=boolean, default=False)
     p = cmd("deleteTopic", delete_topic, "delete a topic from the brokers and the name server")
     p.add_argument("-t", "--topic", required=True)
@@ -337,13 +340,15 @@ def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p = cmd("exportOffsets", export_offsets, "a group's offsets on one broker, in consumerOffset.json's format")
     p.add_argument("-g", "--group", dest="group", required=True)
     p.add_argument("-t", "--topic", help="only this topic")
-    p.add_argument("-b", "--brokerAddr", dest="broker", help="the broker (needed when there are several)")
+    p.add_argument("-b", "--brokerAddr", dest="broker", type=address, metavar="HOST:PORT",
+                   help="the broker (needed when there are several)")
     p.add_argument("-f", "--file", help="write to this file (default: standard output)")
     p = cmd("importOffsets", import_offsets, "write the offsets of a consumerOffset.json to a broker "
             "(stop the group's consumers first)")
     p.add_argument("-f", "--file", required=True, help="a consumerOffset.json (a real broker's, or exportOffsets')")
     p.add_argument("-g", "--group", dest="group", help="only this group (default: every group in the file)")
-    p.add_argument("-b", "--brokerAddr", dest="broker", help="the broker (needed when there are several)")
+    p.add_argument("-b", "--brokerAddr", dest="broker", type=address, metavar="HOST:PORT",
+                   help="the broker (needed when there are several)")
     p = cmd("stopBroker", stop_broker, "take one broker of `serve --brokers N` away: a clean stop, its routes "
                                        "dropped at once or after --route-delay (emulator only)")
     p.add_argument("-b", "--brokerName", dest="broker_name", required=True, help="e.g. broker-b")

@@ -25,7 +25,7 @@ RETRIABLE_SEND_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SER
                                   ResponseCode.NOT_IN_CURRENT_UNIT})
 
 _HINTS: dict[int, str] = {
-    ResponseCode.SYSTEM_ERROR: "the broker refused the request; its remark above says why",
+    ResponseCode.SYSTEM_ERROR: "the broker refused the request",  # its remark, just before, says why
     ResponseCode.SYSTEM_BUSY: "the broker is overloaded; retry later or slow down",
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: "this broker version does not implement the request",
     ResponseCode.MESSAGE_ILLEGAL: "the message is too large or its properties are invalid; shrink it",

@@ -115,7 +115,7 @@ class RemotingClient:
         except asyncio.TimeoutError:
             raise BrokerUnreachableError(addr, f"connection attempt timed out after {self.connect_timeout:g} s") \
                 from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, OverflowError) as exc:  # OverflowError: a port past 65535 in route data
             raise BrokerUnreachableError(addr, f"cannot connect ({exc.strerror or exc})"
                                          if isinstance(exc, OSError) else f"bad address ({exc})") from None
         log.debug("connected to %s", addr)

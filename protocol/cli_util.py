@@ -78,8 +78,39 @@ def _bounds(low: float | None, high: float | None) -> str:
     return f"at most {high:g}"
 
 
+#: the highest TCP port number
+MAX_PORT = 65535
+
 #: a TCP port to listen on; 0 asks the system for a free one
-port = int_range(0, 65535, what="; 0 picks a free port")
+port = int_range(0, MAX_PORT, what="; 0 picks a free port")
+
+
+def address_problem(addr: str) -> str | None:
+    """Why `addr` is not a `host:port` a client can connect to (port 1-65535), or None when it is."""
+    host, sep, number = addr.strip().rpartition(":")
+    if not sep or not host or not number.isdigit():
+        return f"{addr!r} is not host:port"
+    if not 1 <= int(number) <= MAX_PORT:
+        return f"{addr!r}: port {int(number)} is out of range (1 to {MAX_PORT})"
+    return None
+
+
+def address(text: str) -> str:
+    """An argparse type: one `host:port` to connect to."""
+    problem = address_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
+def namesrv_list(text: str) -> str:
+    """An argparse type: name server addresses, `host:port` separated by ';' (RocketMQ's namesrvAddr)."""
+    addrs = [a for a in text.replace(",", ";").split(";") if a.strip()]
+    if not addrs:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a name server as host:port")
+    for addr in addrs:
+        address(addr)
+    return text
 
 
 def choice(*names: str, case_insensitive: bool = True) -> Callable[[str], str]:

@@ -1,5 +1,7 @@
 """`rocketmq-emulator seed`: generate messages (or read a Parquet / JSON / CSV file) and write them to a topic
-with Spark, in one call. Spark's console progress bar shows while it runs; the last line is the summary.
+with Spark, in one call. It first checks the name server, the topic's route and its brokers with this project's
+client (failing in a second or two, before Spark starts), then shows every second on stderr how many messages
+have landed of the total; the last line is the summary (total wall time, Spark's start-up and the write phase).
 
     rocketmq-emulator seed -t Orders --messages 1000000 --body-size 80-120 --keys 10000 --tags TagA:3,TagB:1 \\
         --queues 8 --time-span 1h --seed 7
@@ -15,8 +17,10 @@ import json
 import os
 import re
 import sys
+import tempfile
+import time
 
-from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, int_range,
+from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, int_range, namesrv_list,
                                                   report_error)
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -63,10 +67,24 @@ def tags_spec(text: str) -> str:
     return text
 
 
+#: the Spark driver's log4j2 configuration: errors only, and the same level for PySpark's gateway logger, so that
+#: Spark prints neither its default-profile notice nor "Setting default log level" while it starts
+_QUIET_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="rocketmq-emulator seed", description=__doc__.split("\n\n")[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-n", "--namesrvAddr", dest="namesrv",
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv", type=namesrv_list,
                    default=os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV,
                    help=f"name server host:port (default $NAMESRV_ADDR or {DEFAULT_NAMESRV})")
     p.add_argument("-t", "--topic", required=True)
@@ -88,7 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "seed":
         argv = argv[1:]
@@ -98,38 +121,70 @@ def main(argv: list[str] | None = None) -> int:
         report_error("rocketmq-emulator seed: give either --messages N (generate) or --from PATH (a file)",
                      "USAGE", as_json=args.json)
         return EXIT_USAGE
+    if args.source is not None and "://" not in args.source and not os.path.exists(args.source):
+        report_error(f"--from {args.source}: no such file or directory", "USAGE", as_json=args.json)
+        return EXIT_USAGE
+    from .preflight import PreflightError, check_target  # the project's client only: no pyspark, no JVM yet
     try:
-        from .seed import SeedError, seed_topic, session
+        target = check_target(args.namesrv, args.topic, args.queues)
+    except PreflightError as exc:
+        report_error(str(exc), "PREFLIGHT", as_json=args.json)
+        return EXIT_FAILURE
+    try:
+        from .seed import SeedError, generate, read_file, session, write_topic
     except ImportError as exc:
         report_error(f"seed needs pyspark (and pyarrow): pip install 'rocketmq-emulator[spark]' ({exc})", "SETUP",
                      as_json=args.json)
         return EXIT_FAILURE
-    try:
-        spark = session(args.master, "rocketmq-emulator seed", log_level="OFF")  # failures: our one line
-    except Exception as exc:  # noqa: BLE001 - no JVM, bad master: one line
-        report_error(f"cannot start Spark ({args.master}): {str(exc).splitlines()[0] if str(exc) else exc}",
-                     "SPARK", as_json=args.json)
+    from .progress import Progress
+    progress = Progress(args.namesrv, target, args.messages, started, sys.stderr)
+    progress.phase = f"starting Spark ({args.master})"
+    progress.start()
+
+    def fail(message: str, code: str) -> int:
+        progress.stop("failed")
+        report_error(message, code, as_json=args.json)
         return EXIT_FAILURE
     try:
-        report = seed_topic(spark, args.topic, namesrv=args.namesrv, messages=args.messages, source=args.source,
-                            queues=args.queues, body_size=args.body_size, keys=args.keys, tags=args.tags,
-                            time_span_s=args.time_span, seed=args.seed, partitions=args.partitions) \
-            if args.source is None else \
-            seed_topic(spark, args.topic, namesrv=args.namesrv, source=args.source, queues=args.queues)
-    except SeedError as exc:
-        report_error(str(exc), "SEED", as_json=args.json)
-        return EXIT_FAILURE
-    except Exception as exc:  # noqa: BLE001 - the broker is unreachable when creating the topic, ...
-        report_error(f"seeding topic {args.topic!r} failed: {exc}", type(exc).__name__, as_json=args.json)
-        return EXIT_FAILURE
+        spark_started = time.monotonic()
+        try:
+            with tempfile.TemporaryDirectory(prefix="rocketmq-seed-") as tmp:  # read once, when the JVM starts
+                log_conf = os.path.join(tmp, "log4j2.properties")
+                with open(log_conf, "w", encoding="utf-8") as f:
+                    f.write(_QUIET_LOG4J2)
+                spark = session(args.master, "rocketmq-emulator seed", log_level="OFF", progress_bar=False, **{
+                    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log_conf}"})
+        except Exception as exc:  # noqa: BLE001 - no JVM, bad master: one line
+            return fail(f"cannot start Spark ({args.master}): {_first_line(exc)}", "SPARK")
+        spark_seconds = time.monotonic() - spark_started
+        try:
+            if args.source is None:
+                df = generate(spark, args.messages, body_size=args.body_size, keys=args.keys, tags=args.tags,
+                              time_span_s=args.time_span, seed=args.seed, partitions=args.partitions)
+            else:
+                progress.phase = f"counting the rows of {args.source}"
+                df = read_file(spark, args.source)
+                progress.total = df.count()
+            progress.phase = "writing"
+            report = write_topic(df, args.topic, args.namesrv)
+            progress.stop("done")
+        except SeedError as exc:
+            return fail(str(exc), "SEED")
+        except Exception as exc:  # noqa: BLE001 - a file Spark cannot read, ...: one line
+            return fail(f"seeding topic {args.topic!r} failed: {_first_line(exc)}", type(exc).__name__)
+        finally:
+            spark.stop()
     finally:
-        spark.stop()
+        progress.stop("failed")  # a no-op once stopped
+    total_seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"topic": args.topic, "messages": report.messages, "bytes": report.body_bytes,
-                          "seconds": round(report.seconds, 3), "msgPerSecond": round(report.msg_per_s),
+                          "seconds": round(total_seconds, 3), "sparkStartSeconds": round(spark_seconds, 3),
+                          "writeSeconds": round(report.seconds, 3), "msgPerSecond": round(report.msg_per_s),
                           "mbPerSecond": round(report.mb_per_s, 2), "queues": report.queues}))
     else:
         print(f"wrote {report.messages:,} messages ({report.body_bytes / 1e6:,.1f} MB of bodies) to topic "
-              f"{args.topic} in {report.seconds:.1f} s: {report.msg_per_s:,.0f} msg/s, {report.mb_per_s:,.1f} MB/s "
-              f"over {len(report.queues)} queue(s)")
+              f"{args.topic} over {len(report.queues)} queue(s) in {total_seconds:.1f} s (Spark start-up "
+              f"{spark_seconds:.1f} s; write phase {report.seconds:.1f} s: {report.msg_per_s:,.0f} msg/s, "
+              f"{report.mb_per_s:,.1f} MB/s)")
     return 0
