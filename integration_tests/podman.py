@@ -1,4 +1,4 @@
-"""Podman, a local base image and the project's image, as `../shared/docs/containers.md` describes: used by
+"""Podman, a local base image and the project's image, as `docs/containers.md` describes: used by
 `test_container.py` and `benchmarks/container_bench.py`.
 
 `prepare()` installs Podman (apt, as root) when it is missing and builds the local stand-in base image
