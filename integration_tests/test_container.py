@@ -1,4 +1,4 @@
-"""The Docker image, built and run for real with Podman (`../shared/docs/containers.md`): remapped ports with
+"""The Docker image, built and run for real with Podman (`docs/containers.md`): remapped ports with
 the advertised-address variables, the C++ client from the host, HEALTHCHECK, a fast clean stop, topics from
 ROCKETMQ_EMULATOR_TOPICS, and a volume-backed store that survives a new container.
 
