@@ -20,6 +20,7 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
+from .offset_admin import last_consumed_timestamp
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -72,11 +73,9 @@ class BrokerStatsProcessor:
                 for q in range(tc.write_queue_nums):
                     broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
                     consumer_offset = max(0, b.consumer_offset_manager.query_offset(group, topic, q))
-                    last = 0
-                    if consumer_offset >= 1:
-                        last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
                     table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
-                        broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last)
+                        broker_offset=broker_offset, consumer_offset=consumer_offset,
+                        last_timestamp=last_consumed_timestamp(b.store, topic, q, consumer_offset))
                 stats = ConsumeStats(consume_tps=b.stats.group_get_tps(group, topic), offset_table=table)
                 total_diff += stats.total_diff()
                 per_topic.append(stats)

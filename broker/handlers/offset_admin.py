@@ -25,7 +25,17 @@ from ..broker2client import ResetRequest
 from ..consumer_offset import BROADCAST_SUFFIX
 
 if TYPE_CHECKING:
+    from rocketmq_emulator.store.message_store import MessageStore
+
     from ..controller import BrokerController
+
+
+def last_consumed_timestamp(store: MessageStore, topic: str, queue_id: int, consumer_offset: int) -> int:
+    """The store time of the last message a group consumed in the queue (the one before its committed offset;
+    0 when it consumed none): consume stats' lastTimestamp."""
+    if consumer_offset < 1:
+        return 0
+    return max(0, store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1))
 
 
 class OffsetAdminProcessor:
@@ -87,11 +97,9 @@ class OffsetAdminProcessor:
                     # delivered again from the committed offset to the next one
                     pulled = max(consumer_offset, offsets.query_pull_offset(group, topic, q)) if online \
                         else consumer_offset
-                last = 0
-                if consumer_offset >= 1:
-                    last = max(0, b.store.get_message_store_timestamp(topic, q, consumer_offset - 1))
                 table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
-                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last,
+                    broker_offset=broker_offset, consumer_offset=consumer_offset,
+                    last_timestamp=last_consumed_timestamp(b.store, topic, q, consumer_offset),
                     pull_offset=min(pulled, max(broker_offset, consumer_offset)))
         return RemotingCommand.response_to(req, body=ConsumeStats(consume_tps=consume_tps,
                                                                   offset_table=table).encode())
