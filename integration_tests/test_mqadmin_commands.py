@@ -100,7 +100,7 @@ DOCUMENTED: dict[str, str] = {
     "updateAclConfig": r"CODE: 209 ",
     "deleteAclConfig": r"CODE: 210 ",
     "updateGlobalWhiteAddr": r"CODE: 211 ",
-    "clusterAclConfigVersion": r"RemotingTimeoutException: wait response on the channel",
+    "clusterAclConfigVersion": r"CODE: 1  DESC: ACL is disabled on this broker \(aclEnable=false\)",
 }
 #: commands that never end: how long to let them run (seconds)
 BACKGROUND = {"clusterRT": 5, "startMonitoring": 32}

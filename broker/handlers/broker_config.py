@@ -5,7 +5,7 @@
 * the ACL requests of a broker with `aclEnable=false` (this emulator never enforces ACL): 4.9.8 has no access
   validator then, so UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51) and
   UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) fail with their *_FAILED codes and no remark, and
-  GET_BROKER_CLUSTER_ACL_INFO (52) gets no answer at all (the caller times out).
+  GET_BROKER_CLUSTER_ACL_INFO (52), which 4.9.8 leaves unanswered, gets SYSTEM_ERROR saying ACL is disabled.
 
 Requests signed by an ACL client (AccessKey, Signature ext fields) are served as any other: nothing checks them.
 """
@@ -100,7 +100,8 @@ class BrokerConfigProcessor:
     def acl_update(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         return RemotingCommand.response_to(req, _ACL_FAILED[req.code])
 
-    def acl_version(self, req: RemotingCommand, conn: RemotingConnection) -> None:
-        log.info("%s: GET_BROKER_CLUSTER_ACL_INFO from %s left unanswered: ACL is disabled (as 4.9.8 does)",
-                 self.broker.config.broker_name, conn.addr)
-        return None
+    def acl_version(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """A 4.9.8 broker with ACL off leaves this unanswered (the caller times out); this broker answers every
+        request, so it says why instead."""
+        return RemotingCommand.response_to(req, ResponseCode.SYSTEM_ERROR,
+                                           "ACL is disabled on this broker (aclEnable=false)")
