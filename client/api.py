@@ -1,9 +1,12 @@
 """`BrokerAPI` (Java `MQClientAPIImpl`): one method per broker request the client makes, each turning a
-non-success answer into a `BrokerResponseError` that names the operation, the address and the remark."""
+non-success answer into a `BrokerResponseError` that names the operation, the address and the remark.
+
+It is given the client instance's connections, client id and configuration, not the instance itself (which
+owns it): `instance` imports this module, never the other way round."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import (GetConsumerListByGroupResponseBody, LockBatchRequestBody,
@@ -14,11 +17,9 @@ from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader
                                                 QueueRequestHeader, SearchOffsetRequestHeader,
                                                 UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader)
 
-from .config import LANGUAGE
+from .config import LANGUAGE, ClientConfig
 from .errors import response_error
-
-if TYPE_CHECKING:
-    from .instance import ClientInstance
+from .remoting import RemotingClient
 
 _OK = (ResponseCode.SUCCESS,)
 
@@ -29,22 +30,24 @@ def request(code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> 
 
 
 class BrokerAPI:
-    def __init__(self, instance: ClientInstance) -> None:
-        self.instance = instance
+    def __init__(self, remoting: RemotingClient, client_id: str, config: ClientConfig) -> None:
+        self.remoting = remoting
+        self.client_id = client_id
+        self.config = config
 
     @property
     def timeout(self) -> float:
-        return self.instance.config.request_timeout
+        return self.config.request_timeout
 
     async def call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"", *,
                    operation: str, timeout: float | None = None, ok: Iterable[int] = _OK) -> RemotingCommand:
-        response = await self.instance.remoting.invoke(addr, request(code, ext, body), timeout or self.timeout)
+        response = await self.remoting.invoke(addr, request(code, ext, body), timeout or self.timeout)
         if response.code not in ok:
             raise response_error(response.code, response.remark, operation=operation, addr=addr)
         return response
 
     async def oneway(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> None:
-        await self.instance.remoting.invoke_oneway(addr, request(code, ext, body))
+        await self.remoting.invoke_oneway(addr, request(code, ext, body))
 
     # -- client management --------------------------------------------------------------------------
     async def heartbeat(self, addr: str, body: bytes) -> int:
@@ -53,7 +56,7 @@ class BrokerAPI:
         return response.version
 
     async def unregister_client(self, addr: str, producer_group: str | None, consumer_group: str | None) -> None:
-        ext = UnregisterClientRequestHeader(client_id=self.instance.client_id, producer_group=producer_group,
+        ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=producer_group,
                                             consumer_group=consumer_group).to_ext()
         await self.call(addr, RequestCode.UNREGISTER_CLIENT, ext, operation="unregister client")
 
@@ -67,12 +70,12 @@ class BrokerAPI:
         await self.call(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body, operation="check client config")
 
     async def lock_batch_mq(self, addr: str, group: str, mqs: set[MessageQueue]) -> set[MessageQueue]:
-        body = LockBatchRequestBody(consumer_group=group, client_id=self.instance.client_id, mq_set=mqs).encode()
+        body = LockBatchRequestBody(consumer_group=group, client_id=self.client_id, mq_set=mqs).encode()
         response = await self.call(addr, RequestCode.LOCK_BATCH_MQ, None, body, operation="lock queues")
         return set(LockBatchResponseBody.decode(response.body).lock_ok_mq_set)
 
     async def unlock_batch_mq(self, addr: str, group: str, mqs: set[MessageQueue], oneway: bool = False) -> None:
-        body = UnlockBatchRequestBody(consumer_group=group, client_id=self.instance.client_id, mq_set=mqs).encode()
+        body = UnlockBatchRequestBody(consumer_group=group, client_id=self.client_id, mq_set=mqs).encode()
         if oneway:
             await self.oneway(addr, RequestCode.UNLOCK_BATCH_MQ, None, body)
         else:

@@ -1,6 +1,7 @@
 """`ClientInstance` (Java `MQClientInstance`): what producers, consumers and the admin client of one process
 and client id share: connections, route data (refreshed every 30 s and on error), heartbeats (every 30 s,
-and at once when a broker shows up), offset persistence (every 5 s) and the handler of server requests.
+and at once when a broker shows up), offset persistence (every 5 s) and the one table of the requests its
+brokers send it (`remoting_processor`).
 
 Instances are kept per (event loop, client id, name server list) and counted: the first `acquire` starts
 one, the last `release` stops it.
@@ -18,7 +19,7 @@ from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCod
 from rocketmq_emulator.protocol.bodies import (ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData)
 from rocketmq_emulator.protocol.headers import GetRouteInfoRequestHeader
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY
-from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection
+from rocketmq_emulator.protocol.transport import PeriodicTasks
 
 from . import route as routing
 from .api import BrokerAPI, request
@@ -27,20 +28,18 @@ from .errors import (BrokerUnreachableError, ClientError, ClientStateError, NoRo
                      RequestTimeoutError, response_error)
 from .message import set_unique_id_ip
 from .remoting import RemotingClient
+from .remoting_processor import ClientRemotingProcessor, ServedConsumer
 
 
 log = logging.getLogger("rocketmq_emulator.client")
 log.addHandler(logging.NullHandler())
 
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
-#: requests a broker sends about one consumer group, handed to that group's consumer
-CONSUMER_REQUESTS = (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                     RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, RequestCode.GET_CONSUMER_RUNNING_INFO,
-                     RequestCode.CONSUME_MESSAGE_DIRECTLY)
 
 
-class RegisteredConsumer(Protocol):
-    """What a consumer offers its instance (push consumers, pull consumers)."""
+class RegisteredConsumer(ServedConsumer, Protocol):
+    """What a consumer offers its instance (push consumers, pull consumers): its heartbeat data, topics and
+    offsets, and (`server_requests`) its answers to its brokers' requests."""
 
     group: str
 
@@ -50,8 +49,6 @@ class RegisteredConsumer(Protocol):
 
     async def persist_consumer_offsets(self) -> None: ...
 
-    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None: ...
-
 
 class ClientInstance:
     _registry: dict[tuple[Any, str, str], ClientInstance] = {}
@@ -59,17 +56,15 @@ class ClientInstance:
     def __init__(self, client_id: str, config: ClientConfig) -> None:
         self.client_id = client_id
         self.config = config
-        table = DispatchTable(f"client {client_id}")
-        table.register(CONSUMER_REQUESTS, self._to_consumer)
-        table.register(RequestCode.CHECK_TRANSACTION_STATE, lambda request, conn: None)  # no transactions here
-        self.remoting = RemotingClient(table, connect_timeout=config.connect_timeout,
+        self.producers: dict[str, object] = {}
+        self.consumers: dict[str, RegisteredConsumer] = {}
+        self.processor = ClientRemotingProcessor(client_id, self.consumers)
+        self.remoting = RemotingClient(self.processor.dispatch_table(), connect_timeout=config.connect_timeout,
                                        backoff_max=config.reconnect_backoff_max)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish: dict[str, routing.TopicPublishInfo] = {}
         #: broker name -> {broker id: address}, merged from every route seen
         self.brokers: dict[str, dict[int, str]] = {}
-        self.producers: dict[str, object] = {}
-        self.consumers: dict[str, RegisteredConsumer] = {}
         self._namesrv = config.namesrv_addrs
         self._namesrv_index = random.randrange(len(self._namesrv))
         self._refs = 0
@@ -79,7 +74,7 @@ class ClientInstance:
         self._refreshed: dict[str, float] = {}
         self._heartbeat_lock = asyncio.Lock()
         self.started = False
-        self.api = BrokerAPI(self)
+        self.api = BrokerAPI(self.remoting, client_id, config)
         set_unique_id_ip(client_id.partition("@")[0])
 
     # -- registry -----------------------------------------------------------------------------------
@@ -328,18 +323,6 @@ class ClientInstance:
                 await consumer.persist_consumer_offsets()
             except ClientError as exc:
                 log.debug("%s: persisting offsets of %s failed: %s", self.client_id, consumer.group, exc)
-
-    # -- server requests ----------------------------------------------------------------------------
-    async def _to_consumer(self, cmd: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | None:
-        """A request for one of this instance's consumers, named by the group in its header."""
-        ext = cmd.ext_fields or {}
-        group = ext.get("consumerGroup") or ext.get("group")
-        consumer = self.consumers.get(group or "")
-        if consumer is None:
-            log.debug("%s: %s for unknown group %r ignored", self.client_id, RequestCode(cmd.code).name, group)
-            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
-                                               f"The Consumer Group <{group}> not exist in this consumer")
-        return await consumer.handle_server_request(cmd)
 
 
 __all__ = ["ClientInstance", "request", "MessageQueue", "CLIENT_INNER_PRODUCER"]

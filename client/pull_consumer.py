@@ -15,17 +15,16 @@ from __future__ import annotations
 import logging
 import time
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody
+from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, MessageQueue
 
 from .lifecycle import InstanceUser
 from . import route as routing
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
+from .consumer_requests import PullConsumerRequests
 from .errors import BrokerResponseError, ClientStateError
 from .instance import ClientInstance
 from .pull_api import PullAPI, PullResult
-from .running_info import pull_running_info
 from .subscription import build_subscription
 
 log = logging.getLogger("rocketmq_emulator.client.pull")
@@ -171,14 +170,6 @@ class PullConsumer(InstanceUser):
     async def persist_consumer_offsets(self) -> None:
         return None
 
-    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        if cmd.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
-            return RemotingCommand.response_to(cmd, body=GetConsumerStatusBody().encode())
-        if cmd.code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET):
-            return None
-        if cmd.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            info = pull_running_info(self.group, self.config.namesrv, self._started_at)
-            return RemotingCommand.response_to(cmd, body=info.encode())
-        return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
-                                           f"{self.group} is a pull consumer: it has nothing to say to that")
+    def server_requests(self) -> PullConsumerRequests:
+        return PullConsumerRequests(self.group, self.config.namesrv, self._started_at)
 

@@ -21,7 +21,6 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from rocketmq_emulator.protocol import RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, ConsumeFromWhere, ConsumerData, ConsumeType,
                                                MessageModel, MessageQueue, SubscriptionData)
 from rocketmq_emulator.protocol.topics import retry_topic
@@ -41,7 +40,7 @@ from .process_queue import ProcessQueue
 from .pull_api import PullAPI
 from .pull_service import PullMessageService
 from .rebalance import RebalanceImpl
-from .remoting_processor import ClientRemotingProcessor
+from .consumer_requests import PushConsumerRequests
 from .subscription import build_subscription
 
 log = logging.getLogger("rocketmq_emulator.client.consumer")
@@ -73,14 +72,15 @@ class PushConsumer(InstanceUser):
                  settings: ConsumerSettings | None = None, **tuning: Any) -> None:
         self.group = validate_name("consumer group", group)
         self.config = config = ClientConfig.resolve(config, namesrv, instance_name)
-        self.message_model = _MODELS.get(message_model.lower(), None) if isinstance(message_model, str) \
+        model = _MODELS.get(message_model.lower(), None) if isinstance(message_model, str) \
             else MessageModel(message_model)
-        if self.message_model is None:
+        if model is None:
             raise InvalidArgumentError(f"message_model {message_model!r}: use CLUSTERING or BROADCASTING")
-        self.consume_from = _FROM.get(consume_from.lower()) if isinstance(consume_from, str) \
-            else ConsumeFromWhere(consume_from)
-        if self.consume_from is None:
+        self.message_model: MessageModel = model
+        start = _FROM.get(consume_from.lower()) if isinstance(consume_from, str) else ConsumeFromWhere(consume_from)
+        if start is None:
             raise InvalidArgumentError(f"consume_from {consume_from!r}: use LAST_OFFSET, FIRST_OFFSET or TIMESTAMP")
+        self.consume_from: ConsumeFromWhere = start
         if consume_timestamp is None:
             consume_timestamp = _dt.datetime.now() - _dt.timedelta(minutes=30)
         self.consume_timestamp_ms = timestamp_ms(consume_timestamp)
@@ -105,7 +105,7 @@ class PushConsumer(InstanceUser):
         self.rebalance: RebalanceImpl | None = None
         self.pulls: PullMessageService | None = None
         self.service: ConsumeService | None = None  # handler, orderly or iteration
-        self.processor: ClientRemotingProcessor | None = None
+        self.requests: PushConsumerRequests | None = None  # what it answers its brokers
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._stopping: asyncio.Future[None] | None = None
@@ -188,10 +188,10 @@ class PushConsumer(InstanceUser):
             self.service = OrderlyConsumeService(ctx, self._handler, batch=self._batch, lock=rebalance.lock)
         else:
             self.service = ConcurrentConsumeService(ctx, self._handler, batch=self._batch)
-        self.processor = ClientRemotingProcessor(ctx, rebalance, self.service)
+        self.requests = PushConsumerRequests(ctx, rebalance, self.service)
 
     def _disassemble(self) -> None:
-        self._ctx = self.rebalance = self.pulls = self.service = self.processor = None
+        self._ctx = self.rebalance = self.pulls = self.service = self.requests = None
 
     def _dispatch(self, pq: ProcessQueue, msgs: list[ReceivedMessage]) -> None:
         assert self.service is not None
@@ -373,11 +373,8 @@ class PushConsumer(InstanceUser):
             await self._ctx.offset_store.persist_all([*self.rebalance.process_queue_table,
                                                      *self.rebalance.retiring_queues])
 
-    async def handle_server_request(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        if self.processor is None:
-            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
-                                               f"consumer {self.group!r} is not started")
-        return await self.processor.handle(cmd)
+    def server_requests(self) -> PushConsumerRequests | None:
+        return self.requests
 
     # -- subscription changes while running ---------------------------------------------------------
     def _after_subscription_change(self) -> None:

@@ -1,102 +1,157 @@
-"""`ClientRemotingProcessor` of a push consumer (Java `ClientRemotingProcessor`): what it does with the
-requests its brokers send it (§3.1, §10.7).
+"""`ClientRemotingProcessor` (Java's, one per client instance): the requests brokers send this client over
+its own connections (§3.1, §10.7), in one table: request code -> (typed header class, handler).
+
+Each request's header is decoded once, with its typed header class from `protocol.headers`, and the handler
+gets the request and that header. A consumer request names its group in the header field its Java header
+class has (`consumerGroup`; `group` for RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_STATUS_FROM_CLIENT) and
+is answered by that group's consumer (its `ConsumerRequests`, see `consumer_requests`):
 
 * NOTIFY_CONSUMER_IDS_CHANGED: rebalance now.
-* RESET_CONSUMER_CLIENT_OFFSET: `RebalanceImpl.reset_offset` (in the background; the request is oneway).
+* RESET_CONSUMER_CLIENT_OFFSET: move to the offsets of the body (in the background; the request is oneway).
 * GET_CONSUMER_STATUS_FROM_CLIENT: the in-memory offsets of the topic's queues.
 * GET_CONSUMER_RUNNING_INFO: settings, subscriptions, process queues and counters (ConsumerRunningInfo).
-* CONSUME_MESSAGE_DIRECTLY: run the handler on the message in the body, answer with the outcome.
+* CONSUME_MESSAGE_DIRECTLY: run the handler on the message of the body, answer with the outcome.
+* CHECK_TRANSACTION_STATE: nothing (this client sends no transactional messages; the broker sends it oneway).
+
+Answers when something is wrong: a code not in the table, REQUEST_CODE_NOT_SUPPORTED; a group with no
+consumer in this client, SYSTEM_ERROR "The Consumer Group <G> not exist in this consumer" (Java's words);
+a consumer still starting, SYSTEM_ERROR "consumer 'G' is not started"; a header that does not decode,
+SYSTEM_ERROR naming the request and the field. A oneway request is never answered (the transport's rule).
+Adding a request is one line of the table.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
-from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
-from rocketmq_emulator.protocol.errors import ProtocolError
-from rocketmq_emulator.protocol.headers import (ConsumeMessageDirectlyResultRequestHeader,
-                                                GetConsumerStatusRequestHeader, ResetOffsetRequestHeader)
+from rocketmq_emulator.protocol.bodies import ConsumeMessageDirectlyResult, MessageQueue
+from rocketmq_emulator.protocol.codes import request_code_name
+from rocketmq_emulator.protocol.headers import (CheckTransactionStateRequestHeader, CommandHeader,
+                                                ConsumeMessageDirectlyResultRequestHeader,
+                                                GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
+                                                NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.topics import retry_topic
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from .consume_service import ConsumeResult, ConsumeService
-from .consumer_context import ConsumerContext
-from .errors import ClientStateError
-from .message import decode_received
-from .rebalance import RebalanceImpl
-from .running_info import RunningInfo, push_running_info
+from .errors import ClientError
+from .message import ReceivedMessage, decode_received
 
-log = logging.getLogger("rocketmq_emulator.client.consumer")
+log = logging.getLogger("rocketmq_emulator.client")
+
+
+class EncodableBody(Protocol):
+    def encode(self) -> bytes: ...
+
+
+class ConsumerRequests(Protocol):
+    """What one consumer answers (Java `MQConsumerInner`'s part of it); a `ClientError` it raises becomes a
+    SYSTEM_ERROR answer carrying its text."""
+
+    def rebalance_now(self) -> None: ...
+
+    def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None: ...
+
+    def consumer_status(self, topic: str) -> dict[MessageQueue, int]: ...
+
+    def running_info(self) -> EncodableBody: ...
+
+    async def consume_message_directly(self, msg: ReceivedMessage) -> ConsumeMessageDirectlyResult: ...
+
+
+class ServedConsumer(Protocol):
+    """A consumer registered with the client instance, as this processor sees it."""
+
+    def server_requests(self) -> ConsumerRequests | None:
+        """Its answers; None while it is not started."""
+
+
+Handler = Callable[[RemotingCommand, Any], Awaitable["RemotingCommand | None"]]
 
 
 class ClientRemotingProcessor:
-    def __init__(self, ctx: ConsumerContext, rebalance: RebalanceImpl, service: ConsumeService) -> None:
-        self.ctx = ctx
-        self.rebalance = rebalance
-        self.service = service
-        #: request code -> handler, as the broker's dispatch table (the instance routes a group's requests here)
-        self.table: dict[int, Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]] = {
-            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._ids_changed,
-            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._reset_requested,
-            RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: self._status,
-            RequestCode.GET_CONSUMER_RUNNING_INFO: self._running_info,
-            RequestCode.CONSUME_MESSAGE_DIRECTLY: self._consume_directly,
+    def __init__(self, client_id: str, consumers: Mapping[str, ServedConsumer]) -> None:
+        self.client_id = client_id
+        self.consumers = consumers
+        #: the one table of the requests a broker sends a client: code -> (typed header class, handler)
+        self.table: dict[int, tuple[type[CommandHeader], Handler]] = {
+            RequestCode.CHECK_TRANSACTION_STATE: (CheckTransactionStateRequestHeader, self.check_transaction_state),
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: (NotifyConsumerIdsChangedRequestHeader, self.ids_changed),
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: (ResetOffsetRequestHeader, self.reset_offset),
+            RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: (GetConsumerStatusRequestHeader, self.consumer_status),
+            RequestCode.GET_CONSUMER_RUNNING_INFO: (GetConsumerRunningInfoRequestHeader, self.running_info),
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: (ConsumeMessageDirectlyResultRequestHeader, self.consume_directly),
         }
 
-    async def handle(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        handler = self.table.get(cmd.code)
-        if handler is None:
-            return RemotingCommand.response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                               f" request type {cmd.code} not supported")
-        return await handler(cmd)
+    def dispatch_table(self) -> DispatchTable:
+        """The transport's table for the client's connections: every code of `table` to `process`."""
+        table = DispatchTable(f"client {self.client_id}")
+        table.register(self.table, self.process)
+        return table
 
-    async def _ids_changed(self, cmd: RemotingCommand) -> None:
-        self.rebalance.request()
-
-    async def _reset_requested(self, cmd: RemotingCommand) -> None:
+    async def process(self, cmd: RemotingCommand, conn: RemotingConnection | None = None) -> RemotingCommand | None:
+        """The answer to one request (None: no answer), never an exception for bad input."""
+        entry = self.table.get(cmd.code)
+        if entry is None:
+            return RemotingCommand.not_supported(cmd)
+        header_class, handler = entry
         try:
-            h = ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
+            header = header_class.from_ext(cmd.ext_fields)
+            return await handler(cmd, header)
+        except ProtocolError as exc:
+            log.info("%s: bad %s request: %s", self.client_id, request_code_name(cmd.code), exc)
+            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
+                                               f"bad {request_code_name(cmd.code)} request: {exc}")
+        except BrokerError as exc:
+            return RemotingCommand.response_to(cmd, exc.code, exc.remark)
+        except ClientError as exc:
+            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
+
+    def consumer(self, group: str, cmd: RemotingCommand) -> ConsumerRequests:
+        """The answers of `group`'s consumer, or the error answer (raised as a `BrokerError`)."""
+        consumer = self.consumers.get(group)
+        if consumer is None:
+            log.debug("%s: %s for unknown group %r ignored", self.client_id, request_code_name(cmd.code), group)
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+        requests = consumer.server_requests()
+        if requests is None:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"consumer {group!r} is not started")
+        return requests
+
+    # -- the handlers: (request, decoded header) -> answer --------------------------------------------
+    async def check_transaction_state(self, cmd: RemotingCommand, h: CheckTransactionStateRequestHeader) -> None:
+        log.debug("%s: CHECK_TRANSACTION_STATE for message %s ignored: no transactional producer here",
+                  self.client_id, h.msg_id)
+
+    async def ids_changed(self, cmd: RemotingCommand, h: NotifyConsumerIdsChangedRequestHeader) -> None:
+        self.consumer(h.consumer_group, cmd).rebalance_now()
+
+    async def reset_offset(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader) -> None:
+        consumer = self.consumer(h.group, cmd)
+        try:
             table = ResetOffsetBody.decode(cmd.body).offset_table if cmd.body else {}
         except ProtocolError as exc:
-            log.warning("%s: ignoring a RESET_CONSUMER_CLIENT_OFFSET that cannot be read: %s", self.ctx.group, exc)
+            log.warning("%s: ignoring a RESET_CONSUMER_CLIENT_OFFSET that cannot be read: %s", h.group, exc)
             return
-        self.ctx.background.spawn(self.rebalance.reset_offset(h.topic, table))
+        consumer.reset_offset(h.topic, table)
 
-    async def _status(self, cmd: RemotingCommand) -> RemotingCommand:
-        topic = GetConsumerStatusRequestHeader.from_ext(cmd.ext_fields).topic
-        body = GetConsumerStatusBody(message_queue_table=self.ctx.offset_store.clone_offset_table(topic))
-        return RemotingCommand.response_to(cmd, body=body.encode())
+    async def consumer_status(self, cmd: RemotingCommand, h: GetConsumerStatusRequestHeader) -> RemotingCommand:
+        table = self.consumer(h.group, cmd).consumer_status(h.topic)
+        return RemotingCommand.response_to(cmd, body=GetConsumerStatusBody(message_queue_table=table).encode())
 
-    async def _running_info(self, cmd: RemotingCommand) -> RemotingCommand:
-        return RemotingCommand.response_to(cmd, body=self.running_info().encode())
+    async def running_info(self, cmd: RemotingCommand, h: GetConsumerRunningInfoRequestHeader) -> RemotingCommand:
+        return RemotingCommand.response_to(cmd, body=self.consumer(h.consumer_group, cmd).running_info().encode())
 
-    # -- admin requests -----------------------------------------------------------------------------
-    def running_info(self) -> RunningInfo:
-        return push_running_info(self.ctx, self.rebalance.process_queue_table)
-
-    async def _consume_directly(self, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.ctx
-        h = ConsumeMessageDirectlyResultRequestHeader.from_ext(cmd.ext_fields)
-        msgs = decode_received(cmd.body, MessageQueue("", h.broker_name or "", 0), retry_topic(c.group))
+    async def consume_directly(self, cmd: RemotingCommand,
+                               h: ConsumeMessageDirectlyResultRequestHeader) -> RemotingCommand:
+        consumer = self.consumer(h.consumer_group, cmd)
+        broker = h.broker_name or ""
+        msgs = decode_received(cmd.body, MessageQueue("", broker, 0), retry_topic(h.consumer_group))
         if not msgs:
             return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR, "no message in the request body")
         msg = msgs[0]
-        msg.message_queue = MessageQueue(msg.topic, h.broker_name or "", msg.queue_id)
-        t0 = time.perf_counter()
-        try:
-            status, exc = await self.service.consume_directly(msg)
-        except ClientStateError as err:
-            return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR, str(err))
-        spent = int((time.perf_counter() - t0) * 1000)
-        if exc is not None:
-            result, remark = CMResult.CR_THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"
-        elif status is ConsumeResult.SUCCESS:
-            result, remark = CMResult.CR_SUCCESS, None
-        else:
-            result, remark = CMResult.CR_LATER, None
-        body = ConsumeMessageDirectlyResult(order=c.orderly, auto_commit=True, consume_result=result, remark=remark,
-                                            spent_time_mills=spent)
-        return RemotingCommand.response_to(cmd, body=body.encode())
+        msg.message_queue = MessageQueue(msg.topic, broker, msg.queue_id)
+        result = await consumer.consume_message_directly(msg)
+        return RemotingCommand.response_to(cmd, body=result.encode())

@@ -5,11 +5,12 @@ CONSUME_MESSAGE_DIRECTLY, sent here through the broker's connection object exact
 from __future__ import annotations
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PushConsumer, RebalanceListener
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, bodies
 from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, ResetOffsetBody
 from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
 from rocketmq_emulator.protocol.headers import ResetOffsetRequestHeader
-from tests.client.helpers import held_pulls, wait_for
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "SrvTopic"
 GROUP = "srv_group"
@@ -63,7 +64,7 @@ async def test_server_requests(emulator):
         cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO,
                                       {"consumerGroup": GROUP, "clientId": consumer.client_id})
         response = await _to_thread(invoke_on_client, emulator, GROUP, cmd)
-        info = fastjson.loads(response.body)
+        info = bodies.loads(response.body)
         assert info["properties"]["PROP_CONSUMEORDERLY"] == "false"
         assert {mq for mq in info["mqTable"]} == consumer.assignment()
         assert info["mqTable"][MessageQueue(TOPIC, "broker-a", 0)]["commitOffset"] == 3

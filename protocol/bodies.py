@@ -29,6 +29,7 @@ __all__ = [
     "TopicList", "GroupList", "KVTable", "GetConsumerListByGroupResponseBody", "Connection", "ConsumerConnection",
     "ProducerConnection", "LockBatchRequestBody", "UnlockBatchRequestBody", "LockBatchResponseBody",
     "CheckClientRequestBody", "CMResult", "ConsumeMessageDirectlyResult", "OffsetMovedEvent", "from_json_value",
+    "loads",
 ]
 
 B = TypeVar("B", bound="Body")
@@ -44,9 +45,9 @@ def _bad(path: str, expected: str, value: Any) -> ProtocolError:
 
 
 def _to_str(v: Any, path: str) -> str:
-    t = type(v)
-    if t is str:
+    if type(v) is str:
         return v
+    t = type(v)
     if t is bool:
         return "true" if v else "false"
     if t is int:
@@ -57,9 +58,9 @@ def _to_str(v: Any, path: str) -> str:
 
 
 def _to_int(v: Any, path: str) -> int:
-    t = type(v)
-    if t is int:
+    if type(v) is int:
         return v
+    t = type(v)
     if t is str:
         try:
             return int(v.strip())
@@ -73,9 +74,9 @@ def _to_int(v: Any, path: str) -> int:
 
 
 def _to_float(v: Any, path: str) -> float:
-    t = type(v)
-    if t is float:
+    if type(v) is float:
         return v
+    t = type(v)
     if t is int or t is bool:
         return float(v)
     if t is str:
@@ -87,12 +88,11 @@ def _to_float(v: Any, path: str) -> float:
 
 
 def _to_bool(v: Any, path: str) -> bool:
-    t = type(v)
-    if t is bool:
+    if type(v) is bool:
         return v
-    if t is str and v.lower() in ("true", "false"):
+    if type(v) is str and v.lower() in ("true", "false"):
         return v.lower() == "true"
-    if t is int and v in (0, 1):
+    if type(v) is int and v in (0, 1):
         return bool(v)
     raise _bad(path, "a boolean", v)
 
@@ -258,7 +258,7 @@ def _bean_converter(cls: type[msgspec.Struct]) -> _Conv:
 def from_json_value(cls: type[B], value: Any) -> B:
     """Build a body from an already parsed JSON value (e.g. an object nested in another document)."""
     try:
-        return _converter(cls)(value, cls.__name__)  # type: ignore[no-any-return]
+        return _converter(cls)(value, cls.__name__)  # type: ignore[no-any-return]  # the converter of cls makes a cls
     except RecursionError:
         raise ProtocolError(f"{cls.__name__}: value nested too deeply") from None
 
@@ -280,18 +280,37 @@ class Body(msgspec.Struct, kw_only=True, rename="camel"):
     @classmethod
     def decode(cls: type[B], data: bytes | bytearray | memoryview | str) -> B:
         """Parse a body; tolerant of what fastjson accepts (§6.2), `ProtocolError` otherwise."""
-        return from_json_value(cls, fastjson.loads(data))
+        return from_json_value(cls, loads(data))
 
 
 # --------------------------------------------------------------------------------------------------
 # Message queues, heartbeat
 # --------------------------------------------------------------------------------------------------
-class MessageQueue(Body, frozen=True, order=True, kw_only=False):
+# a frozen Struct on a non-frozen base is fine for msgspec; mypy applies the dataclass rule that forbids it
+class MessageQueue(Body, frozen=True, order=True, kw_only=False):  # type: ignore[misc]  # see the line above
     """A queue of a topic on one broker; hashable, ordered by (topic, broker_name, queue_id)."""
 
     topic: str
     broker_name: str
     queue_id: int
+
+
+def _message_queue_key(obj: dict[Any, Any]) -> MessageQueue | None:
+    """An object in key position that names a queue (topic, brokerName, queueId) as a MessageQueue."""
+    topic, broker, qid = obj.get("topic"), obj.get("brokerName"), obj.get("queueId")
+    if type(topic) is not str or type(broker) is not str:
+        return None
+    if type(qid) is str:
+        try:
+            qid = int(qid)
+        except ValueError:
+            return None
+    return MessageQueue(topic, broker, qid) if type(qid) is int else None
+
+
+def loads(data: str | bytes | bytearray | memoryview) -> Any:
+    """`fastjson.loads` with object keys that name a queue read as `MessageQueue` (the Java bodies' map keys)."""
+    return fastjson.loads(data, object_key=_message_queue_key)
 
 
 class ConsumeType(IntEnum):
@@ -373,7 +392,7 @@ class TopicRouteData(Body):
     broker_datas: list[BrokerData] = msgspec.field(default_factory=list)
     filter_server_table: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
-    def encode(self, standard_json: bool = False) -> bytes:  # type: ignore[override]
+    def encode(self, standard_json: bool = False) -> bytes:
         """Bare broker-id keys (old clients) or, with `standard_json`, quoted and sorted keys (§6.1 rule 6)."""
         return utf8(fastjson.dumps(self, standard_json=standard_json))
 

@@ -73,6 +73,12 @@ class RemotingCommand(msgspec.Struct, rename={"ext_fields": "extFields", "body":
         return cls(code, "JAVA", version, request.opaque, RESPONSE_FLAG, remark, ext_fields, body,
                    request.serialize_type)
 
+    @classmethod
+    def not_supported(cls, request: RemotingCommand) -> RemotingCommand:
+        """REQUEST_CODE_NOT_SUPPORTED, worded as Java's remoting answers a code it has no processor for."""
+        return cls.response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                               f" request type {request.code} not supported")
+
     # -- helpers ------------------------------------------------------------------------------------
     @property
     def is_response(self) -> bool:

@@ -16,8 +16,9 @@ Writer (`dumps`), compact by default:
   quoted, map entries sorted by key, non-ASCII characters as `\\uXXXX`.
 
 Reader (`loads`): standard JSON (through `msgspec.json` first) plus bare numeric and identifier keys, object
-keys (returned as a frozen `MessageQueue` when they carry brokerName/queueId/topic, else as a tuple of sorted
-items), single-quoted strings. Every malformed input raises `ProtocolError`.
+keys (what the caller's `object_key` makes of the object, else a tuple of sorted items; `bodies.loads` turns
+the ones carrying brokerName/queueId/topic into `MessageQueue`s), single-quoted strings. Every malformed input
+raises `ProtocolError`. The dialect knows no RocketMQ bean: `bodies` builds on it, never the other way round.
 """
 
 from __future__ import annotations
@@ -270,6 +271,12 @@ def dumps(obj: Any, *, pretty: bool = False, standard_json: bool = False) -> str
 # Reader
 # --------------------------------------------------------------------------------------------------
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The position of the first non-blank character at or after `pos`."""
+    m = _WS.match(text, pos)  # the pattern matches everywhere, if only the empty string
+    return m.end() if m is not None else pos
 # One token after optional whitespace. Groups: 1 punctuation, 2 "string", 3 'string', 4-6 number (integer
 # part, fraction, exponent), 7 identifier (true/false/null, or a bare object key).
 _TOKEN = re.compile(
@@ -328,26 +335,8 @@ def freeze(value: Any) -> Any:
     return value
 
 
-_message_queue: Any = None
-
-
-def _object_key(obj: dict[Any, Any]) -> Any:
-    """The dict key for an object written in key position: a MessageQueue when it is one, else `freeze`."""
-    global _message_queue
-    topic, broker, qid = obj.get("topic"), obj.get("brokerName"), obj.get("queueId")
-    if type(topic) is str and type(broker) is str and qid is not None:
-        if type(qid) is not int:
-            try:
-                qid = int(qid) if isinstance(qid, str) else None
-            except ValueError:
-                qid = None
-        if type(qid) is int:
-            if _message_queue is None:
-                from .bodies import MessageQueue  # bodies imports this module
-
-                _message_queue = MessageQueue
-            return _message_queue(topic, broker, qid)
-    return freeze(obj)
+#: what `loads` makes of an object in key position: a hashable key, or None to fall back on `freeze`
+ObjectKey = Callable[[dict[Any, Any]], Any]
 
 
 class _Parser:
@@ -356,13 +345,14 @@ class _Parser:
     `object`/`array` take the position after their opening bracket and return (value, position after the
     closing bracket)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "object_key")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, object_key: ObjectKey | None = None) -> None:
         self.text = text
+        self.object_key = object_key
 
     def fail(self, pos: int, what: str) -> ProtocolError:
-        pos = _WS.match(self.text, pos).end()  # type: ignore[union-attr]
+        pos = _skip_ws(self.text, pos)
         near = self.text[pos:pos + 20]
         if not near:
             return ProtocolError(f"malformed JSON at position {pos}: unexpected end of input ({what})")
@@ -374,13 +364,14 @@ class _Parser:
         if m is None:
             raise self.fail(0, "expected a value")
         punct = m.group(_PUNCT)
+        value: Any
         if punct == "{":
             value, pos = self.object(m.end(), 1)
         elif punct == "[":
             value, pos = self.array(m.end(), 1)
         else:
             value, pos = self.scalar(m), m.end()
-        end = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        end = _skip_ws(text, pos)
         if end != len(text):
             raise self.fail(end, "trailing characters")
         return value
@@ -432,7 +423,9 @@ class _Parser:
                     if m.group(_PUNCT) != "{":
                         raise self.fail(m.start(_PUNCT), "expected an object key")
                     key_obj, pos = self.object(pos, depth + 1)
-                    key = _object_key(key_obj)
+                    key = self.object_key(key_obj) if self.object_key is not None else None
+                    if key is None:
+                        key = freeze(key_obj)
                 else:
                     key = self.scalar(m)
                 m = _match_token(text, pos)
@@ -459,12 +452,14 @@ class _Parser:
             else:
                 obj[key], pos = self.scalar(m), m.end()
             m = _match_token(text, pos)
-            punct = m.group(_PUNCT) if m is not None else None
+            if m is None:
+                raise self.fail(pos, "expected ',' or '}'")
+            punct = m.group(_PUNCT)
             if punct == ",":
-                pos = m.end()  # type: ignore[union-attr]
+                pos = m.end()
                 m = None
             elif punct == "}":
-                return obj, m.end()  # type: ignore[union-attr]
+                return obj, m.end()
             else:
                 raise self.fail(pos, "expected ',' or '}'")
 
@@ -476,6 +471,7 @@ class _Parser:
         m = _match_token(text, pos)
         if m is not None and m.group(_PUNCT) == "]":
             return arr, m.end()
+        item: Any
         while True:
             if m is None:
                 raise self.fail(pos, "expected a value")
@@ -488,18 +484,21 @@ class _Parser:
                 item, pos = self.scalar(m), m.end()
             arr.append(item)
             m = _match_token(text, pos)
-            punct = m.group(_PUNCT) if m is not None else None
+            if m is None:
+                raise self.fail(pos, "expected ',' or ']'")
+            punct = m.group(_PUNCT)
             if punct == ",":
-                pos = m.end()  # type: ignore[union-attr]
+                pos = m.end()
                 m = _match_token(text, pos)
             elif punct == "]":
-                return arr, m.end()  # type: ignore[union-attr]
+                return arr, m.end()
             else:
                 raise self.fail(pos, "expected ',' or ']'")
 
 
-def loads(data: str | bytes | bytearray | memoryview) -> Any:
-    """Parse fastjson text; object keys come back as `MessageQueue` or frozen tuples (see `freeze`)."""
+def loads(data: str | bytes | bytearray | memoryview, *, object_key: ObjectKey | None = None) -> Any:
+    """Parse fastjson text; an object in key position becomes `object_key(obj)` when that is not None, else a
+    frozen tuple (see `freeze`)."""
     if isinstance(data, str):
         text = data
     elif isinstance(data, (bytes, bytearray, memoryview)):
@@ -521,6 +520,6 @@ def loads(data: str | bytes | bytearray | memoryview) -> Any:
         except (msgspec.DecodeError, RecursionError, UnicodeError):
             pass
     try:
-        return _Parser(text).parse()
+        return _Parser(text, object_key).parse()
     except RecursionError:
         raise ProtocolError("JSON nested too deeply") from None

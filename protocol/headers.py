@@ -10,7 +10,7 @@ field when a required field is missing or a value does not parse (stricter than 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 import msgspec
 
@@ -21,7 +21,7 @@ H = TypeVar("H", bound="CommandHeader")
 _WIRE_NAME = re.compile(r"`\$\.([^`\[]+)`|field `([^`]+)`")
 
 
-def camel_except(**overrides: str):
+def camel_except(**overrides: str) -> Callable[[str], str]:
     """A msgspec `rename` callable: Java camelCase names, with a few fields spelled otherwise."""
     def rename(name: str) -> str:
         if name in overrides:
@@ -41,11 +41,13 @@ class CommandHeader(msgspec.Struct, kw_only=True, rename="camel"):
     _out_fields: ClassVar[tuple[tuple[str, str], ...] | None] = None
 
     @classmethod
-    def _prepare(cls) -> None:
+    def _prepare(cls) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """Fill (and return) the class's `_bool_keys`, `_nonstr_keys` and `_out_fields`."""
         info = msgspec.structs.fields(cls)
-        cls._bool_keys = tuple(f.encode_name for f in info if _is_type(f.type, bool))
-        cls._nonstr_keys = tuple(f.encode_name for f in info if not _is_type(f.type, str))
-        cls._out_fields = tuple((f.name, f.encode_name) for f in info)
+        cls._bool_keys = bools = tuple(f.encode_name for f in info if _is_type(f.type, bool))
+        cls._nonstr_keys = nonstr = tuple(f.encode_name for f in info if not _is_type(f.type, str))
+        cls._out_fields = out = tuple((f.name, f.encode_name) for f in info)
+        return bools, nonstr, out
 
     @classmethod
     def from_ext(cls: type[H], ext: dict[str, str] | None) -> H:
@@ -53,16 +55,17 @@ class CommandHeader(msgspec.Struct, kw_only=True, rename="camel"):
             return msgspec.convert(ext or {}, cls, strict=False)
         except msgspec.ValidationError:
             pass
-        if cls._nonstr_keys is None:
-            cls._prepare()
+        nonstr_keys, bool_keys = cls._nonstr_keys, cls._bool_keys
+        if nonstr_keys is None or bool_keys is None:
+            bool_keys, nonstr_keys, _ = cls._prepare()
         ext = dict(ext or {})
-        for key in cls._nonstr_keys:  # type: ignore[union-attr]
+        for key in nonstr_keys:
             value = ext.get(key)
             if value is None:
                 continue
             if value == "":  # Java: an unparsable/empty value leaves the field at its default
                 del ext[key]
-            elif key in cls._bool_keys:  # type: ignore[operator]
+            elif key in bool_keys:
                 ext[key] = "true" if str(value).lower() == "true" else "false"
         try:
             return msgspec.convert(ext, cls, strict=False)
@@ -84,10 +87,11 @@ class CommandHeader(msgspec.Struct, kw_only=True, rename="camel"):
 
     def to_ext(self) -> dict[str, str]:
         cls = type(self)
-        if cls._out_fields is None:
-            cls._prepare()
+        fields = cls._out_fields
+        if fields is None:
+            fields = cls._prepare()[2]
         out: dict[str, str] = {}
-        for attr, wire in cls._out_fields:  # type: ignore[union-attr]
+        for attr, wire in fields:
             value = getattr(self, attr)
             if value is None:
                 continue
@@ -104,7 +108,9 @@ def _is_type(annotation: Any, t: type) -> bool:
     if annotation is t:
         return True
     args = getattr(annotation, "__args__", None)
-    return bool(args) and t in args and all(a is t or a is type(None) for a in args)
+    if not args:
+        return False
+    return t in args and all(a is t or a is type(None) for a in args)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,16 +164,25 @@ def _v2_fast_ext(producer_group: str, topic: str, queue_id: int, properties: str
 
 
 #: SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): the same fields under one-letter names.
-SendMessageRequestHeaderV2: type[CommandHeader] = msgspec.defstruct(
-    "SendMessageRequestHeaderV2",
-    [(f.name, f.type, f.default) if f.required is False else (f.name, f.type)
-     for f in msgspec.structs.fields(SendMessageRequestHeader)],
-    bases=(CommandHeader,), kw_only=True, rename=_V2_LETTERS, module=__name__,
-    namespace={"to_v1": _v2_to_v1, "fast_ext": staticmethod(_v2_fast_ext), "_long_names": {
-        letter: msgspec.structs.fields(SendMessageRequestHeader)[i].encode_name
-        for i, letter in enumerate(_V2_LETTERS[f.name] for f in msgspec.structs.fields(SendMessageRequestHeader))
-    }},
-)
+if TYPE_CHECKING:
+    class SendMessageRequestHeaderV2(SendMessageRequestHeader, kw_only=True):
+        """The type checker's view of the class `defstruct` builds below: SendMessageRequestHeader's fields (the
+        two are used alike; at run time it is not a subclass), `to_v1()` and `fast_ext()`."""
+
+        def to_v1(self) -> SendMessageRequestHeader: ...
+
+        fast_ext = staticmethod(_v2_fast_ext)
+else:
+    SendMessageRequestHeaderV2 = msgspec.defstruct(
+        "SendMessageRequestHeaderV2",
+        [(f.name, f.type, f.default) if f.required is False else (f.name, f.type)
+         for f in msgspec.structs.fields(SendMessageRequestHeader)],
+        bases=(CommandHeader,), kw_only=True, rename=_V2_LETTERS, module=__name__,
+        namespace={"to_v1": _v2_to_v1, "fast_ext": staticmethod(_v2_fast_ext), "_long_names": {
+            letter: msgspec.structs.fields(SendMessageRequestHeader)[i].encode_name
+            for i, letter in enumerate(_V2_LETTERS[f.name] for f in msgspec.structs.fields(SendMessageRequestHeader))
+        }},
+    )
 
 
 def decode_send_header(code: int, ext: dict[str, str] | None) -> SendMessageRequestHeader:
@@ -177,7 +192,7 @@ def decode_send_header(code: int, ext: dict[str, str] | None) -> SendMessageRequ
     """
     if code == 10:
         return SendMessageRequestHeader.from_ext(ext)
-    return SendMessageRequestHeaderV2.from_ext(ext)  # type: ignore[return-value]
+    return SendMessageRequestHeaderV2.from_ext(ext)
 
 
 class SendMessageResponseHeader(CommandHeader, kw_only=True):
@@ -196,10 +211,10 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
         """The broker's send hot path: `encode(msg_id, queue_id, queue_offset, opaque)` -> the whole SUCCESS
         answer frame, byte for byte what encoding `RemotingCommand.response_to(request, SUCCESS, None,
         fast_ext(...) | extra)` for a JSON request gives (`extra`: MSG_REGION, TRACE_ON)."""
-        from .command import RemotingCommand
+        from .command import RESPONSE_FLAG, RemotingCommand
         from .frame import frame_prefix, json_frame_template
 
-        proto = RemotingCommand(0, "JAVA", CURRENT_VERSION, 0, 1, None,
+        proto = RemotingCommand(0, "JAVA", CURRENT_VERSION, 0, RESPONSE_FLAG, None,
                                 {"msgId": "", "queueId": "", "queueOffset": "", **extra})
         template = json_frame_template(proto, {"msgId": "%s", "queueId": "%d", "queueOffset": "%d"})
 
@@ -332,7 +347,11 @@ class GroupRequestHeader(CommandHeader, kw_only=True):
     consumer_group: str
 
 
-GetConsumerListByGroupRequestHeader = NotifyConsumerIdsChangedRequestHeader = GroupRequestHeader
+class NotifyConsumerIdsChangedRequestHeader(GroupRequestHeader, kw_only=True):
+    """NOTIFY_CONSUMER_IDS_CHANGED (40), from a broker to each client of the group."""
+
+
+GetConsumerListByGroupRequestHeader = GroupRequestHeader
 GetConsumerConnectionListRequestHeader = GroupRequestHeader
 
 
