@@ -5,12 +5,16 @@ against a running broker, and `serve` from launch to its broker port accepting c
 
 Run it on an idle machine: every figure is a median of --runs launches of the installed `rocketmq-emulator`
 script (each a fresh interpreter), timed from just before the launch to the process's exit (or, for `serve`, to
-the first accepted connection on its broker port). `serve` also prints the "started in" figure of its ready line.
+the first accepted connection on its broker port). `serve` also prints the "started in" figure of its ready line,
+and the run says whether the launches found the broker's modules compiled: with PYTHONDONTWRITEBYTECODE set and an
+editable install, every launch compiles them again (about 12,000 lines for `serve`), which costs more than a
+third of `serve`'s start-up on these machines (benchmarks/README.md, "Command line").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import signal
@@ -22,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
+
 #: measure -> target in seconds (README "Performance")
 TARGETS = {"admin topicList": 0.25, "produce -c 1": 0.30, "serve: launch to broker port accepting": 0.25}
 TOPIC = "CliBench"
@@ -29,13 +36,7 @@ TOPIC = "CliBench"
 
 def command() -> list[str]:
     script = Path(sys.executable).with_name("rocketmq-emulator")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rocketmq_emulator.broker"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return [str(script)] if script.exists() else COMMAND
 
 
 def start_broker(store: str) -> tuple[subprocess.Popen[str], str]:
@@ -49,6 +50,16 @@ def start_broker(store: str) -> tuple[subprocess.Popen[str], str]:
     raise SystemExit(f"the broker did not start (exit {proc.wait()})")
 
 
+def bytecode_state() -> str:
+    """How many of the broker's modules (broker/, protocol/, store/) have compiled bytecode a launch can use, and
+    whether a launch writes what is missing (the launches inherit this process's environment)."""
+    root = Path(__file__).resolve().parent.parent
+    sources = [p for folder in ("broker", "protocol", "store") for p in (root / folder).rglob("*.py")]
+    cached = sum(Path(importlib.util.cache_from_source(str(p))).exists() for p in sources)
+    writes = "not written (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written"
+    return f"{cached} of {len(sources)} broker/protocol/store modules with compiled bytecode; missing bytecode {writes}"
+
+
 def time_command(args: list[str]) -> float:
     t0 = time.perf_counter()
     done = subprocess.run([*command(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -60,7 +71,7 @@ def time_command(args: list[str]) -> float:
 
 def time_serve(store: str) -> tuple[float, float]:
     """(launch to the broker port accepting, the ready line's "started in" figure), in seconds."""
-    namesrv_port, broker_port = free_port(), free_port()
+    namesrv_port, broker_port = free_port(), free_broker_port()
     t0 = time.perf_counter()
     proc = subprocess.Popen([*command(), "serve", "--namesrv-port", str(namesrv_port), "--broker-port",
                              str(broker_port), "--store-dir", store], stderr=subprocess.PIPE,
@@ -114,6 +125,7 @@ def main() -> None:
         print(f"  {name:40s} {median * 1000:6.0f} ms ({min(values) * 1000:.0f}-{max(values) * 1000:.0f})   "
               f"target <= {TARGETS[name] * 1000:.0f} ms: {verdict}")
     print(f"  serve's ready line, 'started in'         {statistics.median(started_in) * 1000:6.0f} ms")
+    print(f"  bytecode: {bytecode_state()}")
 
 
 if __name__ == "__main__":

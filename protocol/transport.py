@@ -2,7 +2,7 @@
 own "remoting" module holds its codec and its Netty transport together; this is the transport). The only
 module of `protocol/` that imports asyncio: the codec modules stay sans-IO.
 
-* `DispatchTable`: request code -> handler, for whichever side receives requests. A handler gets
+* `DispatchTable` (`dispatch.py`): request code -> handler, for whichever side receives requests. A handler gets
   `(request, connection)` and returns a response, None (nothing to send now, e.g. a held pull) or an
   awaitable of either; it may raise `BrokerError` (its code and remark are the answer) or `ProtocolError` (a
   bad header: SYSTEM_ERROR naming the field). An unknown code gets REQUEST_CODE_NOT_SUPPORTED. A code may
@@ -31,19 +31,16 @@ import inspect
 import logging
 import socket
 import time
-from typing import Any, Awaitable, Callable, Iterable, Protocol
+from typing import Any, Awaitable, Callable, Protocol, cast
 
 from .codes import ResponseCode, request_code_name
-from .command import RemotingCommand
+from .command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
+from .dispatch import DispatchTable as DispatchTable, Handler as Handler, RunHandler as RunHandler  # public here too
 from .errors import BrokerError, ProtocolError
 from .frame import FrameDecoder, encode_command
 
 log = logging.getLogger("rocketmq_emulator.remoting")
 
-Handler = Callable[[RemotingCommand, "RemotingConnection"],
-                   "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
-RunHandler = Callable[[list[RemotingCommand], "RemotingConnection"],
-                      "list[RemotingCommand | BaseException | bytes | None]"]
 
 #: the broker's backpressure: a connection stops being read with this many requests in flight, resumes below
 MAX_IN_FLIGHT = 1024
@@ -74,37 +71,6 @@ class PlainErrors:
 
     def timeout(self, addr: str, what: str, timeout: float) -> Exception:
         return TimeoutError(f"{what} to {addr}: no answer within {timeout:g} s")
-
-
-class DispatchTable:
-    """One table from request code to handler (see the module docstring)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._handlers: dict[int, Handler] = {}
-        self.runs: dict[int, RunHandler] = {}  # codes whose consecutive requests in one read go together
-
-    def register(self, codes: int | Iterable[int], handler: Handler) -> None:
-        for code in ([codes] if isinstance(codes, int) else codes):
-            self._handlers[int(code)] = handler
-
-    def register_run(self, codes: int | Iterable[int], handler: RunHandler) -> None:
-        """Hand consecutive requests of these codes in one read to `handler` together (see the module
-        docstring); each code keeps its single-request handler too (`get`)."""
-        for code in ([codes] if isinstance(codes, int) else codes):
-            self.runs[int(code)] = handler
-
-    def get(self, code: int) -> Handler | None:
-        return self._handlers.get(code)
-
-    def without(self, *codes: int, name: str) -> DispatchTable:
-        table = DispatchTable(name)
-        table._handlers = {c: h for c, h in self._handlers.items() if c not in codes}
-        table.runs = {c: h for c, h in self.runs.items() if c not in codes}
-        return table
-
-    def codes(self) -> set[int]:
-        return set(self._handlers)
 
 
 class RemotingConnection(asyncio.Protocol):
@@ -142,7 +108,7 @@ class RemotingConnection(asyncio.Protocol):
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's: always a Transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -167,7 +133,8 @@ class RemotingConnection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         decoder = self.decoder
         decoder.feed(data)
-        self._out = out = []
+        out: list[bytes] = []
+        self._out = out
         pending = self.pending
         runs = self.table.runs if self.table is not None else None
         run: list[RemotingCommand] = []
@@ -177,14 +144,14 @@ class RemotingConnection(asyncio.Protocol):
             for cmd in decoder:
                 if tracer is not None:
                     tracer.inbound(self, cmd)
-                if cmd.flag & 1:
+                if cmd.flag & RESPONSE_FLAG:
                     fut = pending.pop(cmd.opaque, None)
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
                     continue
                 handler = runs.get(cmd.code) if runs else None
-                if run and handler is not run_handler:  # the run so far ends here
-                    self._run_received(run_handler, run)  # type: ignore[arg-type]
+                if run and handler is not run_handler and run_handler is not None:  # the run so far ends here
+                    self._run_received(run_handler, run)
                     run = []
                 if handler is not None:
                     run_handler = handler
@@ -196,8 +163,8 @@ class RemotingConnection(asyncio.Protocol):
             malformed = True
         else:
             malformed = False
-        if run:
-            self._run_received(run_handler, run)  # type: ignore[arg-type]
+        if run and run_handler is not None:
+            self._run_received(run_handler, run)
         self._flush_out(out)  # the answers to the frames before a malformed one still go out
         if malformed:
             self.close()
@@ -239,8 +206,7 @@ class RemotingConnection(asyncio.Protocol):
         if handler is None:
             log.info("%s %s: request code %d (%s) not supported", self.name, self.addr, request.code,
                      request_code_name(request.code))
-            self.reply(request, RemotingCommand.response_to(
-                request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
+            self.reply(request, RemotingCommand.not_supported(request))
             return
         try:
             result = handler(request, self)
@@ -254,7 +220,7 @@ class RemotingConnection(asyncio.Protocol):
             self._update_reading()
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
-            task.add_done_callback(lambda t, r=request: self._task_done(t, r))
+            task.add_done_callback(lambda t: self._task_done(t, request))
         elif result is not None:
             self.reply(request, result)
 
@@ -265,12 +231,12 @@ class RemotingConnection(asyncio.Protocol):
             answers = [exc] * len(requests)
         for request, answer in zip(requests, answers):
             if answer.__class__ is bytes:
-                if not request.flag & 2:
-                    self.send_frame(answer)  # type: ignore[arg-type]
+                if not request.flag & ONEWAY_FLAG:
+                    self.send_frame(answer)
             elif isinstance(answer, BaseException):
                 self.reply(request, self.error_response(request, answer))
             elif answer is not None:
-                self.reply(request, answer)  # type: ignore[arg-type]
+                self.reply(request, answer)  # type: ignore[arg-type]  # `__class__ is bytes` does not narrow
 
     def _task_done(self, task: asyncio.Task[Any], request: RemotingCommand) -> None:
         self._tasks.discard(task)
@@ -294,10 +260,10 @@ class RemotingConnection(asyncio.Protocol):
 
     def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer unless the request is marked oneway (C++, Go and ali-ons never mark it: they get answers)."""
-        if request.flag & 2:
+        if request.flag & ONEWAY_FLAG:
             return
         response.opaque = request.opaque
-        response.flag |= 1
+        response.flag |= RESPONSE_FLAG
         response.serialize_type = request.serialize_type
         self.send(response)
 
@@ -387,7 +353,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def invoke_oneway(self, cmd: RemotingCommand) -> bool:
         """Send `cmd` marked oneway (no answer expected); False if the connection is gone."""
-        cmd.flag |= 2
+        cmd.flag |= ONEWAY_FLAG
         return self.send(cmd)
 
     def close(self) -> None:

@@ -1,0 +1,85 @@
+"""`DispatchTable`: request code -> handler, for whichever side receives requests (the transport's
+`RemotingConnection` looks requests up in it; see `transport.py`'s docstring for what a handler may return).
+
+A side can defer request families it may never be asked for (`defer`): the loader imports their module and
+registers their handlers on the first look-up of a code not in the table, so the process starts without them
+(the broker defers its administration requests: `broker/controller.py`, `DEFERRED_PROCESSORS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Iterable
+
+from .command import RemotingCommand
+
+# (request, connection) -> answer; the connection is transport.py's RemotingConnection (not named here: the
+# transport imports this module)
+Handler = Callable[[RemotingCommand, Any], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+RunHandler = Callable[[list[RemotingCommand], Any], "list[RemotingCommand | BaseException | bytes | None]"]
+
+
+class DispatchTable:
+    """One table from request code to handler; deferred families (`defer`) are loaded on the first miss, and
+    `wrap_handlers` applies to the handlers they register too."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._handlers: dict[int, Handler] = {}
+        self.runs: dict[int, RunHandler] = {}  # codes whose consecutive requests in one read go together
+        self._deferred: list[Callable[[DispatchTable], None]] = []
+        self._wrappers: list[tuple[Callable[[Handler], Handler], frozenset[int]]] = []
+        self._excluded: frozenset[int] = frozenset()  # `without`'s codes: never registered here
+
+    def register(self, codes: int | Iterable[int], handler: Handler) -> None:
+        for code in ([codes] if isinstance(codes, int) else codes):
+            code = int(code)
+            if code in self._excluded:
+                continue
+            wrapped = handler
+            for wrap, skip in self._wrappers:
+                if code not in skip:
+                    wrapped = wrap(wrapped)
+            self._handlers[code] = wrapped
+
+    def defer(self, loader: Callable[[DispatchTable], None]) -> None:
+        """`loader(table)` registers handlers when first needed: on the first look-up of a code not found."""
+        self._deferred.append(loader)
+
+    def load_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def wrap_handlers(self, wrap: Callable[[Handler], Handler], *, skip: Iterable[int] = ()) -> None:
+        """Replace every handler but those of `skip` with `wrap(handler)`, now and at every later `register`
+        (run handlers are left alone)."""
+        skipped = frozenset(int(c) for c in skip)
+        self._handlers = {c: h if c in skipped else wrap(h) for c, h in self._handlers.items()}
+        self._wrappers.append((wrap, skipped))
+
+    def register_run(self, codes: int | Iterable[int], handler: RunHandler) -> None:
+        """Hand consecutive requests of these codes in one read to `handler` together (see `transport.py`'s
+        docstring); each code keeps its single-request handler too (`get`)."""
+        for code in ([codes] if isinstance(codes, int) else codes):
+            self.runs[int(code)] = handler
+
+    def get(self, code: int) -> Handler | None:
+        handler = self._handlers.get(code)
+        if handler is None and self._deferred:
+            self.load_deferred()
+            handler = self._handlers.get(code)
+        return handler
+
+    def without(self, *codes: int, name: str) -> DispatchTable:
+        """A copy that never has `codes` (its deferred families are loaded into it on its own first miss)."""
+        table = DispatchTable(name)
+        table._excluded = self._excluded | {int(c) for c in codes}
+        table._handlers = {c: h for c, h in self._handlers.items() if c not in table._excluded}
+        table.runs = {c: h for c, h in self.runs.items() if c not in table._excluded}
+        table._deferred = list(self._deferred)
+        table._wrappers = list(self._wrappers)
+        return table
+
+    def codes(self) -> set[int]:
+        """Every code answered (deferred families loaded first)."""
+        self.load_deferred()
+        return set(self._handlers)
