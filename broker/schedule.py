@@ -22,12 +22,12 @@ from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPE
                                                 PROPERTY_TAGS, MessageExt, encode_properties, pack_host, tag_hash_code)
 from rocketmq_emulator.protocol.topics import SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, parse_delay_levels
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
-from rocketmq_emulator.store.results import GetMessageStatus, PutMessageStatus
+from rocketmq_emulator.store.results import STORED, GetMessageStatus
 
 from .config_file import load_config_file, write_config_file
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.schedule")
 
@@ -37,10 +37,10 @@ class DelayOffsetSerializeWrapper(Body):
 
 
 class ScheduleMessageService:
-    def __init__(self, broker: BrokerController, config_dir: Path) -> None:
+    def __init__(self, broker: BrokerState, config_dir: Path) -> None:
         self.broker = broker
         self.path = config_dir / "delayOffset.json"
-        self.delays = parse_delay_levels(broker.config.message_delay_level)
+        self.delays = parse_delay_levels(broker.config.store.message_delay_level)
         self.offsets: dict[int, int] = {}
         self._last_taken = b""
         self._wakeups: dict[int, asyncio.Event] = {}
@@ -150,11 +150,10 @@ class ScheduleMessageService:
             tags_code=tag_hash_code(props.get(PROPERTY_TAGS)), sys_flag=msg.sys_flag & ~0x30,
             born_timestamp=msg.born_timestamp, born_host=pack_host(msg.born_host), born_port=msg.born_port,
             reconsume_times=msg.reconsume_times, keys=keys_of(props))
-        result = self.broker.store.put_message(inner)
-        if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
+        result = self.broker.send_core.put_message(inner)
+        if result.status not in STORED:
             log.warning("redelivery of a delayed message to %s failed: %s", topic, result.status.name)
             return False
         self.broker.stats.schedule_delivered(SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, msg.queue_id, topic,
                                              result.wrote_bytes)
-        self.broker.message_arrived(topic, queue_id, result.logics_offset + 1, inner.tags_code)
         return True

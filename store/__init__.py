@@ -7,9 +7,8 @@ from .config import FlushDiskType, MessageStoreConfig
 from .mapped_file import StoreLoadError
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .message_store import MessageStore
-from .results import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, PutRunResult,
-                      QueryMessageResult)
+from .results import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
 
 __all__ = ["FlushDiskType", "GetMessageResult", "GetMessageStatus", "MessageExtBrokerInner", "MessageStore",
-           "MessageStoreConfig", "PutMessageResult", "PutMessageStatus", "PutRunResult", "QueryMessageResult",
+           "MessageStoreConfig", "PutMessageResult", "PutMessageStatus", "QueryMessageResult",
            "StoreLoadError"]

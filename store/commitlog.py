@@ -1,9 +1,10 @@
 """CommitLog: the append-only log of stored records (reference §7.1, §8.2).
 
 * Records are written in the exact §7.1 layout (v1 magic), so a PULL body is a slice of the log.
+* One record writer, ``put_messages``, for every put: one message, a batch, or a run of single sends read
+  together, written contiguously in one segment (all or nothing).
 * A record never spans segments: when ``size + 8`` does not fit, an 8-byte BLANK filler
-  ``[remaining][BLANK_MAGIC_CODE]`` closes the segment and the record goes to the start of the next one.
-  A batch, and a run of single sends read together, is written contiguously in one segment (all or nothing).
+  ``[remaining][BLANK_MAGIC_CODE]`` closes the segment and the records go to the start of the next one.
 * Crash safety: every record is written with TOTALSIZE = 0 and TOTALSIZE is stored last (for a batch, the
   first record's TOTALSIZE). A process killed mid-write leaves a record whose size is 0 or does not match its
   fields; recovery (``check_message_and_return_size``) validates magic, size against the fields, the
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from typing import Iterator, Sequence
@@ -22,7 +24,7 @@ from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, POS_SYS_FLAG
 
 from .config import FlushDiskType, MessageStoreConfig
-from .mapped_file import MappedFileQueue
+from .mapped_file import MappedFile, MappedFileQueue
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .results import PutMessageStatus
 
@@ -38,7 +40,6 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _USHORT = struct.Struct(">H")
 _BLANK = struct.Struct(">ii")
-_FIXED_V4 = _FIXED[(False, False)]
 _U16 = tuple(i.to_bytes(2, "big") for i in range(32768))  # PROPERTIESLEN bytes
 crc32 = zlib.crc32
 PUT_OK = PutMessageStatus.PUT_OK
@@ -50,7 +51,8 @@ class DispatchRequest:
     __slots__ = ("topic", "queue_id", "phy", "size", "properties_raw", "store_timestamp", "queue_offset",
                  "sys_flag")
 
-    def __init__(self, topic, queue_id, phy, size, properties_raw, store_timestamp, queue_offset, sys_flag):
+    def __init__(self, topic: str, queue_id: int, phy: int, size: int, properties_raw: bytes, store_timestamp: int,
+                 queue_offset: int, sys_flag: int) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.phy = phy
@@ -69,8 +71,10 @@ class CommitLog:
         self.sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.store_host = store_host
         self.store_port = store_port
-        self._host_bits = _STORE_V6 if len(store_host) == 16 else 0
-        self._plain_v4 = len(store_host) == 4
+        store6 = len(store_host) == 16
+        #: record layout and IPv6 sys-flag bits by "born host is IPv6" (the store host's are fixed)
+        self._variants = tuple((_FIXED[(born6, store6)], (_BORN_V6 if born6 else 0) | (_STORE_V6 if store6 else 0))
+                               for born6 in (False, True))
         self.max_message_size = config.max_message_size
         self._topic_prefix: dict[str, bytes] = {}  # topic -> TOPICLEN byte + UTF-8 topic
         self.last_store_timestamp = 0  # store time of the last record, for the checkpoint
@@ -110,7 +114,7 @@ class CommitLog:
             self._topic_prefix[topic] = prefix
         return prefix
 
-    def _roll(self, need: int):
+    def _roll(self, need: int) -> MappedFile:
         """The segment the next `need` bytes go to, closing the current one with a BLANK filler when needed.
 
         Raises OSError when a new segment cannot be created."""
@@ -131,79 +135,22 @@ class CommitLog:
             return new
         return self.queue.create_mapped_file(0 if self.queue.min_offset < 0 else self.queue.min_offset)
 
-    def _fixed_for(self, born: bytes, sys_flag: int):
-        born6 = len(born) == 16
-        flag = (sys_flag & ~_V6_BITS) | self._host_bits | (_BORN_V6 if born6 else 0)
-        return _FIXED[(born6, len(self.store_host) == 16)], flag
-
-    def put_message(self, msg: MessageExtBrokerInner, queue_offset: int, store_ts: int):
-        """Append one record. Returns (status, physical offset, size); offset -1 when nothing was written."""
-        body = msg.body
-        props = msg.properties_raw
-        prefix = self._topic_prefix.get(msg.topic) or self._prefix(msg.topic)
-        if prefix is None:
-            return PutMessageStatus.MESSAGE_ILLEGAL, -1, 0
-        bl = len(body)
-        pl = len(props)
-        born = msg.born_host
-        if self._plain_v4 and len(born) == 4:
-            fixed = _FIXED_V4
-            sys_flag = msg.sys_flag & ~_V6_BITS
-        else:
-            fixed, sys_flag = self._fixed_for(born, msg.sys_flag)
-        size = fixed.size + bl + len(prefix) + 2 + pl
-        if pl > 32767:
-            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, -1, 0
-        if bl > self.max_message_size or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return PutMessageStatus.MESSAGE_ILLEGAL, -1, 0
-        files = self.queue.files
-        mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            try:
-                mf = self._roll(size)
-            except OSError:
-                return PutMessageStatus.CREATE_MAPEDFILE_FAILED, -1, 0
-        pos = mf.wrote_position
-        if pos + size + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
-                not mf.ensure_allocated(pos + size + END_FILE_MIN_BLANK_LENGTH):
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE, -1, 0  # disk full: nothing written
-        phy = mf.file_from_offset + pos
-        data = b"".join((fixed.pack(0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
-                                    queue_offset, phy, sys_flag, msg.born_timestamp, born, msg.born_port, store_ts,
-                                    self.store_host, self.store_port, msg.reconsume_times,
-                                    msg.prepared_transaction_offset, bl),
-                         body, prefix, _U16[pl], props))
-        mm = mf.mm
-        mm[pos:pos + size] = data
-        _INT.pack_into(mm, pos, size)  # TOTALSIZE last: the record becomes valid here
-        mf.wrote_position = pos + size
-        self.last_store_timestamp = store_ts
-        if self.sync_flush and not self._flush_sync():
-            return PutMessageStatus.FLUSH_DISK_TIMEOUT, phy, size
-        return PUT_OK, phy, size
-
-    def put_messages(self, msgs: Sequence[MessageExtBrokerInner], first_queue_offset: int, store_ts: int):
-        """Append a batch (one topic and queue, consecutive queue offsets) contiguously in one segment.
-
-        Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
-        return self.put_run(msgs, range(first_queue_offset, first_queue_offset + len(msgs)), store_ts)
-
-    def put_run(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int], store_ts: int):
-        """Append records contiguously in one segment, all or nothing: a batch, or a run of single sends read
-        together (any topics and queues; `queue_offsets[i]` is message i's). All share the first message's born
-        host (one connection) and one store timestamp. The first record's TOTALSIZE is written last: until then
+    def put_messages(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int],
+                     store_ts: int) -> tuple[PutMessageStatus, list[int] | None, list[int] | None]:
+        """The one record writer (RocketMQ's doAppend): append `msgs` contiguously in one segment, all or nothing:
+        one message, a batch, or a run of single sends read together (any topics and queues). `queue_offsets[i]`
+        is message i's; all get one store timestamp. The first record's TOTALSIZE is written last: until then
         recovery sees none of them.
 
         Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
-        first = msgs[0]
-        born = first.born_host
-        fixed, v6_bits = self._fixed_for(born, 0)  # the host-variant sys-flag bits, for every record
-        max_body = self.max_message_size
         cache = self._topic_prefix
+        variants = self._variants
+        max_body = self.max_message_size
         prefixes = []  # kept here: `_prefix` may clear the cache while this loop fills it
         sizes = []
         total = 0
-        fixed_size = fixed.size + 2
+        born: bytes | None = None  # the messages of one put nearly always share one born host object
+        fixed_size = 0
         for m in msgs:
             prefix = cache.get(m.topic) or self._prefix(m.topic)
             if prefix is None:
@@ -215,39 +162,50 @@ class CommitLog:
             bl = len(m.body)
             if bl > max_body:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+            if m.born_host is not born:
+                born = m.born_host
+                fixed_size = variants[len(born) == 16][0].size + 2
             size = fixed_size + len(prefix) + bl + pl
             sizes.append(size)
             total += size
-        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+        if not sizes or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-        try:
-            mf = self._roll(total)
-        except OSError:
-            return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            try:
+                mf = self._roll(total)
+            except OSError:
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
         start = mf.wrote_position
         if start + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
                 not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None  # disk full: nothing written
         phy = mf.file_from_offset + start
         store_host, store_port = self.store_host, self.store_port
-        pack = fixed.pack
         offsets = []
         parts: list[bytes] = []
         extend = parts.extend
         later = False  # the first record's TOTALSIZE stays 0 in the copy; it is written last
+        born = None
+        pack, host_bits = variants[0][0].pack, 0
         for m, size, qo, prefix in zip(msgs, sizes, queue_offsets, prefixes):
             body = m.body
             props = m.properties_raw
+            if m.born_host is not born:
+                born = m.born_host
+                fixed, host_bits = variants[len(born) == 16]
+                pack = fixed.pack
             offsets.append(phy)
             extend((pack(size if later else 0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
-                         phy, (m.sys_flag & ~_V6_BITS) | v6_bits, m.born_timestamp, born, m.born_port, store_ts,
+                         phy, (m.sys_flag & ~_V6_BITS) | host_bits, m.born_timestamp, born, m.born_port, store_ts,
                          store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, len(body)),
                     body, prefix, _U16[len(props)], props))
             later = True
             phy += size
         mm = mf.mm
         mm[start:start + total] = b"".join(parts)
-        _INT.pack_into(mm, start, sizes[0])  # the whole run becomes valid here
+        _INT.pack_into(mm, start, sizes[0])  # the whole put becomes valid here
         mf.wrote_position = start + total
         self.last_store_timestamp = store_ts
         if self.sync_flush and not self._flush_sync():
@@ -308,11 +266,11 @@ class CommitLog:
         if pos + 64 > mf.wrote_position:
             return -1
         sys_flag = _INT.unpack_from(mf.mm, pos + POS_SYS_FLAG)[0]
-        return _LONG.unpack_from(mf.mm, pos + (68 if sys_flag & _BORN_V6 else 56))[0]
+        return int(_LONG.unpack_from(mf.mm, pos + (68 if sys_flag & _BORN_V6 else 56))[0])
 
     # -- validation (recovery) ------------------------------------------------------------------------
-    def check_message_and_return_size(self, mm, pos: int, file_end: int, expected_phy: int,
-                                      check_crc: bool = True):
+    def check_message_and_return_size(self, mm: mmap.mmap, pos: int, file_end: int, expected_phy: int,
+                                      check_crc: bool = True) -> tuple[int, DispatchRequest | None]:
         """Validate the record at `pos` of a segment.
 
         Returns ``(size, request)``: ``size > 0`` and a DispatchRequest for a valid record; ``size > 0`` and None for
@@ -359,7 +317,8 @@ class CommitLog:
         for phy, _req, mf, pos, size in self.scan(start, check_crc):
             yield phy, mf.mm[pos:pos + size]
 
-    def scan(self, start: int | None = None, check_crc: bool = True, limit_to_written: bool = True):
+    def scan(self, start: int | None = None, check_crc: bool = True, limit_to_written: bool = True
+             ) -> Iterator[tuple[int, DispatchRequest, MappedFile, int, int]]:
         """Walk records from `start`: yields (phy, DispatchRequest, segment, position, size); stops at the end.
 
         After the loop, ``self.scan_end`` is the offset where the walk stopped."""

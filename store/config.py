@@ -14,14 +14,15 @@ Defaults are RocketMQ 4.9.x defaults (reference §8.2-§8.7, §9.3) unless marke
   SIGBUS on a write into the mapping.
 * ``store_host`` / ``store_port`` (*emulator*, brokerIP1 + listen port in RocketMQ): written into every record's
   STOREHOST and into offset message ids.
+
+Frozen: the broker builds it from its settings (broker/settings.py, the one parser of RocketMQ's key names) and
+hands a new one to `MessageStore.reconfigure` when a setting changes at run time.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import os
-import re
 from dataclasses import dataclass, field
 
 from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL
@@ -36,7 +37,7 @@ def _default_root() -> str:
     return os.path.join(os.path.expanduser("~"), "store")
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class MessageStoreConfig:
     store_path_root_dir: str = field(default_factory=_default_root)
     store_path_commit_log: str | None = None  # default <root>/commitlog
@@ -106,30 +107,3 @@ class MessageStoreConfig:
     @property
     def lock_path(self) -> str:
         return os.path.join(self.store_path_root_dir, "lock")
-
-    # -- RocketMQ property names ---------------------------------------------------------------------
-    @classmethod
-    def from_properties(cls, props: dict[str, str], **overrides) -> "MessageStoreConfig":
-        """Build from RocketMQ camelCase properties (``mappedFileSizeCommitLog=...``); unknown keys are ignored."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs = {}
-        for key, raw in props.items():
-            name = re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-            if name not in fields:
-                continue
-            current = getattr(cls, name, None) if not callable(fields[name].default_factory) else ""
-            kwargs[name] = _coerce(raw, current)
-        kwargs.update(overrides)
-        return cls(**kwargs)
-
-
-def _coerce(raw, current):
-    if not isinstance(raw, str):
-        return raw
-    if isinstance(current, FlushDiskType):
-        return FlushDiskType(raw)
-    if isinstance(current, bool):
-        return raw.strip().lower() == "true"
-    if isinstance(current, int) or (current is None and raw.strip().lstrip("-").isdigit()):
-        return int(raw)
-    return raw

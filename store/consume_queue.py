@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import TYPE_CHECKING
 
 from .mapped_file import data_extents, MappedFile, MappedFileQueue
+
+if TYPE_CHECKING:
+    from .commitlog import CommitLog
 
 CQ_STORE_UNIT_SIZE = 20
 FILLER_SIZE = 0x7FFFFFFF
@@ -305,7 +309,7 @@ class ConsumeQueue:
         return count
 
     # -- time search (§9.13) --------------------------------------------------------------------------
-    def get_offset_in_queue_by_time(self, timestamp: int, commitlog) -> int:
+    def get_offset_in_queue_by_time(self, timestamp: int, commitlog: CommitLog) -> int:
         files = self.queue.files
         if not files:
             return 0
@@ -355,7 +359,7 @@ class ConsumeQueue:
                 target = right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
         return chosen.file_from_offset // CQ_STORE_UNIT_SIZE + target
 
-    def get_earliest_store_time(self, commitlog) -> int:
+    def get_earliest_store_time(self, commitlog: CommitLog) -> int:
         unit = self.get_unit(self.min_offset_in_queue)
         return -1 if unit is None else commitlog.pickup_store_timestamp(unit[0], unit[1])
 

@@ -29,6 +29,7 @@ import struct
 import time
 import zlib
 from itertools import chain, repeat
+from typing import Callable, Sequence
 
 from .mapped_file import BlockReserving, create_full_size, fsync_dir, remove_tmp_files
 
@@ -39,6 +40,9 @@ _ENTRY_CHUNK = struct.Struct(">" + "iqii" * 256)  # 256 entries in one call
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 
+# a message's keys waiting to be indexed: (topic, keys, commitlog offset, store timestamp)
+IndexRequest = tuple[str, Sequence[str], int, int]
+
 
 def key_hash(topic: str, key: str) -> int:
     """crc32 of ``topic#key`` (same as crc32(key, crc32(topic#)) used by the writer)."""
@@ -46,8 +50,8 @@ def key_hash(topic: str, key: str) -> int:
 
 
 class IndexFile(BlockReserving):
-    __slots__ = ("path", "mm", "slot_num", "index_num", "begin_timestamp", "end_timestamp", "begin_phy_offset",
-                 "end_phy_offset", "hash_slot_count", "index_count", "_entries_at", "fd", "allocated", "file_size")
+    __slots__ = ("slot_num", "index_num", "begin_timestamp", "end_timestamp", "begin_phy_offset", "end_phy_offset",
+                 "hash_slot_count", "index_count", "_entries_at")
 
     def __init__(self, path: str, slot_num: int, index_num: int, *, create: bool, preallocate: bool = False):
         size = INDEX_HEADER_SIZE + slot_num * 4 + index_num * 20
@@ -117,14 +121,15 @@ class IndexFile(BlockReserving):
 
 
 class IndexService:
-    def __init__(self, index_dir: str, slot_num: int, index_num: int, preallocate: bool = False, clock=None) -> None:
+    def __init__(self, index_dir: str, slot_num: int, index_num: int, preallocate: bool = False,
+                 clock: Callable[[], int] | None = None) -> None:
         self.index_dir = index_dir
         self.slot_num = slot_num
         self.index_num = index_num
         self.preallocate = preallocate
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
         self.files: list[IndexFile] = []
-        self.pending: list[tuple] = []  # (topic, keys, phy, store timestamp) not written yet
+        self.pending: list[IndexRequest] = []  # (topic, keys, phy, store timestamp) not written yet
         self._dirty: dict[str, IndexFile] = {}  # files written since the last flush
         self.max_indexed_phy = -1  # messages at or below this commitlog offset are already indexed
 
@@ -160,7 +165,7 @@ class IndexService:
         self.files.append(f)
         return f
 
-    def build_index(self, topic: str, keys, phy: int, store_ts: int) -> None:
+    def build_index(self, topic: str, keys: Sequence[str], phy: int, store_ts: int) -> None:
         """Queue `keys` of the message at `phy` for indexing (written by the next ``drain``)."""
         self.pending.append((topic, keys, phy, store_ts))
 
@@ -189,7 +194,7 @@ class IndexService:
             i = reached
         return True
 
-    def _drain_into(self, f: IndexFile, pend: list, i: int) -> int:
+    def _drain_into(self, f: IndexFile, pend: list[IndexRequest], i: int) -> int:
         """Index pending[i:] into `f` until it is full; returns the position reached in `pend`.
 
         The per-key work runs in C-level maps and comprehensions: hashes, slots, current slot heads; only

@@ -72,7 +72,7 @@ class BlockReserving:
     closing/deleting it. Users have `path`, `mm`, `fd` (open for the file's life, -1 once closed),
     `allocated` and `file_size`."""
 
-    __slots__ = ()
+    __slots__ = ("path", "mm", "fd", "allocated", "file_size")
     path: str
     mm: mmap.mmap
     fd: int
@@ -119,7 +119,7 @@ def data_extents(path: str, start: int, end: int) -> list[tuple[int, int]]:
 
     Code that scans a sparse file through its mapping must stay inside these: on tmpfs even a read fault on
     a hole allocates a page, which kills the process with SIGBUS when the filesystem is full."""
-    out = []
+    out: list[tuple[int, int]] = []
     fd = os.open(path, os.O_RDONLY)
     try:
         p = start
@@ -153,8 +153,7 @@ def remove_tmp_files(directory: str) -> None:
 
 
 class MappedFile(BlockReserving):
-    __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position", "fd",
-                 "allocated")
+    __slots__ = ("file_from_offset", "wrote_position", "flushed_position")
 
     def __init__(self, path: str, file_size: int, *, create: bool = False, preallocate: bool = False) -> None:
         self.path = path

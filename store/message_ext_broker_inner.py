@@ -9,6 +9,8 @@ The IPv6 bits of ``sys_flag`` are set by the store from the host lengths.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import (KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS,
                                                 PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, decode_properties,
@@ -39,7 +41,7 @@ class MessageExtBrokerInner:
 
     @classmethod
     def build(cls, topic: str, queue_id: int, body: bytes, properties: dict[str, str] | None = None, *,
-              born_host: str | bytes = "127.0.0.1", **kw) -> "MessageExtBrokerInner":
+              born_host: str | bytes = "127.0.0.1", **kw: Any) -> "MessageExtBrokerInner":
         """Convenience for tests and tools: properties as a dict; tags code and keys derived from them."""
         props = properties or {}
         host = pack_host(born_host) if isinstance(born_host, str) else born_host

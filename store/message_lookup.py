@@ -17,11 +17,25 @@ Rules kept from RocketMQ 4.9.x ``DefaultMessageStore.getMessage``:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Collection
+
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MessageExt
 
 from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
 from .results import GetMessageResult, GetMessageStatus, QueryMessageResult
+
+if TYPE_CHECKING:
+    import threading
+
+    from .commitlog import CommitLog
+    from .config import MessageStoreConfig
+    from .consume_queue import ConsumeQueue
+    from .index_file import IndexService
+    from .mapped_file import MappedFile
+
+# the pull's tag filter: None (every message), a set of tag hash codes, or a predicate on the tag hash code
+TagFilter = Collection[int] | Callable[[int], bool] | None
 
 
 def valid_queue_name(topic: str, queue_id: int) -> bool:
@@ -32,11 +46,21 @@ def valid_queue_name(topic: str, queue_id: int) -> bool:
 class MessageLookup:
     """Mixed into MessageStore; uses its ``_lock``, ``_running``, ``_cqs``, ``commitlog``, ``index``, ``config``."""
 
+    # set by MessageStore.__init__
+    _lock: threading.RLock
+    _running: bool
+    _cqs: dict[tuple[str, int], ConsumeQueue]
+    commitlog: CommitLog
+    index: IndexService
+    config: MessageStoreConfig
+    get_count: int
+    get_found: int
+
     # ------------------------------------------------------------------------------------------------
     # get (§9.3)
     # ------------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int = 32,
-                    tag_filter=None) -> GetMessageResult | None:
+                    tag_filter: TagFilter = None) -> GetMessageResult | None:
         """Pull lookup. `tag_filter`: None (all), a set of tag hash codes, or a callable(tags_code) -> bool."""
         if not self._running:
             return None
@@ -46,10 +70,9 @@ class MessageLookup:
             if cq is None:
                 if not valid_queue_name(topic, queue_id):
                     return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
-                min_offset = max_offset = 0
-            else:
-                min_offset = cq.min_offset_in_queue
-                max_offset = cq.max_offset_in_queue
+                return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+            min_offset = cq.min_offset_in_queue
+            max_offset = cq.max_offset_in_queue
             if max_offset == 0:
                 return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
             if offset < min_offset:
@@ -67,7 +90,8 @@ class MessageLookup:
                 self.get_found += len(result.messages)
             return result
 
-    def _scan_units(self, buf, offset, max_msg_nums, tag_filter, min_offset, max_offset) -> GetMessageResult:
+    def _scan_units(self, buf: tuple[MappedFile, int, int], offset: int, max_msg_nums: int, tag_filter: TagFilter,
+                    min_offset: int, max_offset: int) -> GetMessageResult:
         cfg = self.config
         mf, pos, wrote = buf
         end = min(wrote, pos + max(cfg.max_filter_message_count, max_msg_nums * CQ_STORE_UNIT_SIZE))
@@ -76,13 +100,13 @@ class MessageLookup:
         max_phy = commitlog.max_offset
         mem = cfg.total_physical_memory_size
         mem_limit = None if mem is None else mem * cfg.access_message_in_memory_max_ratio // 100
+        match: Callable[[int], bool] | None
         if tag_filter is None:
             match = None
         elif callable(tag_filter):
             match = tag_filter
         else:
-            codes = tag_filter
-            match = codes.__contains__
+            match = tag_filter.__contains__
         messages = result.messages
         queue_offsets = result.queue_offsets
         phy_offsets = result.phy_offsets

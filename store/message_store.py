@@ -46,13 +46,15 @@ from .commitlog import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .index_file import IndexService
-from .mapped_file import StoreLoadError, fsync_dir
+from .mapped_file import MappedFile, MappedFileQueue, StoreLoadError, fsync_dir
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .message_lookup import MessageLookup, valid_queue_name
-from .results import PutMessageResult, PutMessageStatus, PutRunResult, host_prefix
+from .results import PutMessageResult, PutMessageStatus, host_prefix
 
+_TRANSACTION = 0xC  # the sys-flag's transaction type bits
 _PREPARED = 0x4
 _ROLLBACK = 0xC
+_SINGLE, _BATCH, _RUN = 1, 2, 3  # what a put stores: one message, a batch, single messages read together
 _NOT_AVAILABLE = PutMessageStatus.SERVICE_NOT_AVAILABLE
 _INDEX_DRAIN_AT = 256  # small drains keep each pause short (latency); larger ones are only slightly cheaper
 
@@ -74,12 +76,12 @@ class FlushPlan:
         self.checkpoint = checkpoint
         self.clean_possible = False
         self.fds: list[int] = []
-        self.positions: list[tuple[object, int]] = []
+        self.positions: list[tuple[MappedFile, int]] = []
         self.confirm = 0
         self.timestamp = 0
         self.index_count = 0
 
-    def take(self, queue) -> None:
+    def take(self, queue: MappedFileQueue) -> None:
         for mf in queue.files:
             if mf.wrote_position > mf.flushed_position:
                 self.fds.append(mf.fd)
@@ -129,6 +131,13 @@ class MessageStore(MessageLookup):
         self.put_bytes = 0
         self.get_count = 0
         self.get_found = 0
+
+    def reconfigure(self, config: MessageStoreConfig) -> None:
+        """Settings changed at run time (the broker's updateBrokerConfig): the ones read on each use (flush
+        interval, retention, max message size) take effect at once; paths and file sizes stay as opened."""
+        self.config = config
+        self.commitlog.config = config
+        self.commitlog.max_message_size = config.max_message_size
 
     # ------------------------------------------------------------------------------------------------
     # lifecycle
@@ -191,7 +200,7 @@ class MessageStore(MessageLookup):
             self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property
@@ -208,16 +217,17 @@ class MessageStore(MessageLookup):
         self._writable = bool(value)
         self._accepting = self._running and self._writable and self.dispatch_error_offset is None
 
-    def _refused(self) -> PutMessageResult:
-        """A put while not accepting. If only the disk guard refuses, look at the disk again (at most once a
-        second) so that writes resume as soon as space is freed rather than at the cleaner's next run."""
+    def _refused(self) -> PutMessageResult | None:
+        """A put while not accepting: SERVICE_NOT_AVAILABLE, or None when the put may go on after all. If only
+        the disk guard refuses, look at the disk again (at most once a second) so that writes resume as soon as
+        space is freed rather than at the cleaner's next run."""
         if self._running and not self._writable and self.dispatch_error_offset is None:
             now = time.monotonic()
             if now - self._last_disk_recheck >= 1.0:
                 self._last_disk_recheck = now
                 self.cleaner._space_check()
                 if self._accepting:
-                    return None  # type: ignore[return-value]
+                    return None
         return PutMessageResult(_NOT_AVAILABLE)
 
     def _dispatch_failed(self, phy: int) -> None:
@@ -315,134 +325,123 @@ class MessageStore(MessageLookup):
     # put
     # ------------------------------------------------------------------------------------------------
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        if not self._accepting:
-            refused = self._refused()
-            if refused is not None:
-                return refused
-        tran = msg.sys_flag & 0xC
-        with self._lock:
-            if tran == _PREPARED or tran == _ROLLBACK:
-                cq = None
-                queue_offset = 0
-            else:
-                cq = self._cqs.get((msg.topic, msg.queue_id))
-                if cq is None:
-                    cq = self.find_or_create_consume_queue(msg.topic, msg.queue_id)
-                    if cq is None:
-                        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-                queue_offset = cq.max_offset_in_queue
-                if not cq.reserve(1):  # disk full: refuse before writing rather than fail the dispatch
-                    return PutMessageResult(_NOT_AVAILABLE)
-            ts = _time_ns() // 1_000_000 if self._clock is None else self._clock()
-            if ts < self._last_ts:
-                ts = self._last_ts
-            status, phy, size = self.commitlog.put_message(msg, queue_offset, ts)
-            if phy < 0:
-                return PutMessageResult(status)
-            self._last_ts = ts
-            if cq is not None and not cq.put(phy, size, msg.tags_code, queue_offset):
-                self._dispatch_failed(phy)
-            if tran != _ROLLBACK and self._index_enabled:
-                keys = msg.keys if msg.keys is not None else msg.index_keys()
-                if keys:
-                    pending = self.index.pending
-                    pending.append((msg.topic, keys, phy, ts))
-                    if len(pending) >= _INDEX_DRAIN_AT:
-                        self.index.drain()
-            self.put_count += 1
-            self.put_bytes += size
-        return PutMessageResult(status, phy, size, ts, queue_offset, 1, None, self._host_prefix)
+        """One message (DefaultMessageStore.putMessage). A PREPARED or ROLLBACK transactional message gets queue
+        offset 0 and no consume-queue unit."""
+        return self._put((msg,), _SINGLE)
 
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
-        """A batch: same topic and queue, consecutive queue offsets, one record each, one store timestamp."""
+        """A batch (putMessages): one topic and queue, consecutive queue offsets, no transactional message."""
+        return self._put(msgs, _BATCH)
+
+    def put_message_run(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        """Single messages read together (any topics and queues, no transactional one): the same records, queue
+        offsets and dispatch as `put_message` one after the other. All or nothing: on a failure nothing is
+        written (the caller may put them one by one to learn each message's own status)."""
+        return self._put(msgs, _RUN)
+
+    def _put(self, msgs: Sequence[MessageExtBrokerInner], kind: int) -> PutMessageResult:
+        """Every put: the accepting guard, the queue offsets reserved, one store timestamp, the one record writer
+        (CommitLog.put_messages), then the dispatch."""
         if not self._accepting:
             refused = self._refused()
             if refused is not None:
                 return refused
-        if not msgs:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        first = msgs[0]
-        topic, queue_id = first.topic, first.queue_id
-        for m in msgs:
-            if m.topic != topic or m.queue_id != queue_id or m.sys_flag & 0xC:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         with self._lock:
-            cq = self._cqs.get((topic, queue_id)) or self.find_or_create_consume_queue(topic, queue_id)
-            if cq is None:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            queue_offset = cq.max_offset_in_queue
-            if not cq.reserve(len(msgs)):  # disk full: refuse before writing rather than fail the dispatch
-                return PutMessageResult(_NOT_AVAILABLE)
-            ts = self._store_time()
-            status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offset, ts)
-            if offsets is None:
+            reserved = self._reserve_queue_offsets(msgs, kind)
+            if isinstance(reserved, PutMessageStatus):
+                return PutMessageResult(reserved)
+            cqs, queue_offsets = reserved
+            ts = _time_ns() // 1_000_000 if self._clock is None else self._clock()
+            if ts < self._last_ts:  # the wall clock stepped back: store times stay monotonic in log order
+                ts = self._last_ts
+            status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offsets, ts)
+            if offsets is None or sizes is None:
                 return PutMessageResult(status)
             self._last_ts = ts
-            if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offset):
-                self._dispatch_failed(offsets[0])
-            if self._index_enabled:
-                self._index_run(msgs, offsets, ts)
-            total = sum(sizes)
-            self.put_count += len(msgs)
-            self.put_bytes += total
-        return PutMessageResult(status, offsets[0], total, ts, queue_offset, len(msgs), offsets, self._host_prefix)
+            wrote = self._dispatch(msgs, cqs, offsets, sizes, queue_offsets, ts, kind)
+        return PutMessageResult(status, offsets[0], wrote, ts, queue_offsets[0], len(msgs), offsets, queue_offsets,
+                                self._host_prefix)
 
-    def put_message_run(self, msgs: Sequence[MessageExtBrokerInner]) -> PutRunResult:
-        """Single messages read together (any topics and queues, no transactional ones), appended as one write:
-        the same records, queue offsets and dispatch as `put_message` one after the other, with one store
-        timestamp. All or nothing: on a failure nothing is written (the caller may put them one by one to learn
-        each message's own status)."""
-        if not self._accepting:
-            refused = self._refused()
-            if refused is not None:
-                return PutRunResult(refused.status)
-        with self._lock:
-            cqs = self._cqs
-            next_offsets: dict[tuple[str, int], int] = {}
-            queue_offsets = []
+    def _reserve_queue_offsets(self, msgs: Sequence[MessageExtBrokerInner], kind: int
+                               ) -> tuple[list[ConsumeQueue | None], list[int]] | PutMessageStatus:
+        """Each message's consume queue and queue offset (its queue's next offset, consecutive within the put), with
+        room made for their units so that a full disk refuses the put before anything is written; or the status
+        that refuses it. A single PREPARED / ROLLBACK message has no unit (queue offset 0); in a batch or a run a
+        transactional message is illegal, and a batch is one topic and queue."""
+        if not msgs:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        cqs_by_key = self._cqs
+        if kind == _BATCH:
+            first = msgs[0]
+            topic, queue_id = first.topic, first.queue_id
             for m in msgs:
-                if m.sys_flag & 0xC:
-                    return PutRunResult(PutMessageStatus.MESSAGE_ILLEGAL)
-                key = (m.topic, m.queue_id)
-                qo = next_offsets.get(key)
-                if qo is None:
-                    cq = cqs.get(key) or self.find_or_create_consume_queue(m.topic, m.queue_id)
-                    if cq is None:
-                        return PutRunResult(PutMessageStatus.MESSAGE_ILLEGAL)
-                    qo = cq.max_offset_in_queue
-                queue_offsets.append(qo)
-                next_offsets[key] = qo + 1
-            for key, end in next_offsets.items():
-                cq = cqs[key]
-                if not cq.reserve(end - cq.max_offset_in_queue):
-                    return PutRunResult(_NOT_AVAILABLE)
-            ts = self._store_time()
-            status, offsets, sizes = self.commitlog.put_run(msgs, queue_offsets, ts)
-            if offsets is None:
-                return PutRunResult(status)
-            self._last_ts = ts
-            for m, phy, size, qo in zip(msgs, offsets, sizes, queue_offsets):
-                if not cqs[(m.topic, m.queue_id)].put(phy, size, m.tags_code, qo):
+                if m.topic != topic or m.queue_id != queue_id or m.sys_flag & _TRANSACTION:
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+            cq = cqs_by_key.get((topic, queue_id)) or self.find_or_create_consume_queue(topic, queue_id)
+            if cq is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            start = cq.max_offset_in_queue
+            if not cq.reserve(len(msgs)):
+                return _NOT_AVAILABLE
+            return [cq] * len(msgs), list(range(start, start + len(msgs)))
+        if len(msgs) == 1 and not msgs[0].sys_flag & _TRANSACTION:  # the common case, without the bookkeeping
+            m = msgs[0]
+            one = cqs_by_key.get((m.topic, m.queue_id)) or self.find_or_create_consume_queue(m.topic, m.queue_id)
+            if one is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            if not one.reserve(1):
+                return _NOT_AVAILABLE
+            return [one], [one.max_offset_in_queue]
+        cqs: list[ConsumeQueue | None] = []
+        queue_offsets: list[int] = []
+        next_offsets: dict[ConsumeQueue, int] = {}
+        for m in msgs:
+            tran = m.sys_flag & _TRANSACTION
+            if tran:
+                if kind != _SINGLE:
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+                if tran == _PREPARED or tran == _ROLLBACK:
+                    cqs.append(None)
+                    queue_offsets.append(0)
+                    continue
+            cq = cqs_by_key.get((m.topic, m.queue_id)) or self.find_or_create_consume_queue(m.topic, m.queue_id)
+            if cq is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            qo = next_offsets.get(cq, cq.max_offset_in_queue)
+            next_offsets[cq] = qo + 1
+            cqs.append(cq)
+            queue_offsets.append(qo)
+        for cq, end in next_offsets.items():
+            if not cq.reserve(end - cq.max_offset_in_queue):
+                return _NOT_AVAILABLE
+        return cqs, queue_offsets
+
+    def _dispatch(self, msgs: Sequence[MessageExtBrokerInner], cqs: list[ConsumeQueue | None], offsets: list[int],
+                  sizes: list[int], queue_offsets: list[int], ts: int, kind: int) -> int:
+        """What RocketMQ's reput does with stored records: their consume-queue units (a unit that cannot be
+        written stops the store accepting) and their key-index entries (not for a ROLLBACK message, which is
+        only ever put alone); then the store's counters. Returns the bytes written."""
+        if kind == _BATCH:
+            cq = cqs[0]
+            assert cq is not None
+            if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offsets[0]):
+                self._dispatch_failed(offsets[0])
+        else:
+            for m, unit_cq, phy, size, qo in zip(msgs, cqs, offsets, sizes, queue_offsets):
+                if unit_cq is not None and not unit_cq.put(phy, size, m.tags_code, qo):
                     self._dispatch_failed(phy)
-            if self._index_enabled:
-                self._index_run(msgs, offsets, ts)
-            self.put_count += len(msgs)
-            self.put_bytes += sum(sizes)
-        return PutRunResult(status, offsets, queue_offsets, ts, self._host_prefix)
-
-    def _store_time(self) -> int:
-        """Now, but never before the last record's store time (the wall clock may step back)."""
-        ts = self.clock()
-        return ts if ts >= self._last_ts else self._last_ts
-
-    def _index_run(self, msgs: Sequence[MessageExtBrokerInner], offsets: list[int], ts: int) -> None:
-        pending = self.index.pending
-        for m, phy in zip(msgs, offsets):
-            keys = m.keys if m.keys is not None else m.index_keys()
-            if keys:
-                pending.append((m.topic, keys, phy, ts))
-        if len(pending) >= _INDEX_DRAIN_AT:
-            self.index.drain()
+        if self._index_enabled and not (kind == _SINGLE and msgs[0].sys_flag & _TRANSACTION == _ROLLBACK):
+            pending = self.index.pending
+            for m, phy in zip(msgs, offsets):
+                keys = m.keys if m.keys is not None else m.index_keys()
+                if keys:
+                    pending.append((m.topic, keys, phy, ts))
+            if len(pending) >= _INDEX_DRAIN_AT:
+                self.index.drain()
+        wrote = sum(sizes)
+        self.put_count += len(msgs)
+        self.put_bytes += wrote
+        return wrote
 
     # ------------------------------------------------------------------------------------------------
     # flush, retention
@@ -516,6 +515,8 @@ class MessageStore(MessageLookup):
         if plan.checkpoint:
             clean = clean and plan.clean_possible
             cp = self.checkpoint
+            if cp is None:  # never: a running store has its checkpoint
+                return
             cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = plan.timestamp
             cp.confirm_offset = plan.confirm
             cp.clean = clean
@@ -568,7 +569,7 @@ class MessageStore(MessageLookup):
     # ------------------------------------------------------------------------------------------------
     # stats
     # ------------------------------------------------------------------------------------------------
-    def running_stats(self) -> dict:
+    def running_stats(self) -> dict[str, object]:
         cl = self.commitlog
         rec = self.recovery
         return {

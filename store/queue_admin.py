@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 
 from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT, ConsumeQueue
+
+if TYPE_CHECKING:
+    from .message_store import MessageStore
 
 log = logging.getLogger("rocketmq_emulator.store")
 
@@ -38,10 +42,10 @@ def last_physical_end(cq: ConsumeQueue) -> int:
         return -1
     last = files[-1]
     phy, size, _ = CQ_UNIT.unpack_from(last.mm, last.wrote_position - CQ_STORE_UNIT_SIZE)
-    return phy + size
+    return int(phy + size)
 
 
-def clean_expired_consume_queues(store) -> int:
+def clean_expired_consume_queues(store: MessageStore) -> int:
     """Destroy the queues none of whose messages are left in the commitlog; returns how many."""
     min_phy = store.commitlog.min_offset
     gone = []
@@ -64,7 +68,7 @@ def clean_expired_consume_queues(store) -> int:
     return len(gone)
 
 
-def clean_unused_topics(store, topics_in_use: set[str]) -> int:
+def clean_unused_topics(store: MessageStore, topics_in_use: set[str]) -> int:
     """Destroy the consume queues of topics not in `topics_in_use`; returns how many queues."""
     unused = {t for t, _ in store._cqs if t not in topics_in_use and t not in _KEPT_BY_UNUSED_CLEAN}
     count = store.delete_topics(unused)

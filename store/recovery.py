@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS, decode_properties,
@@ -30,6 +31,27 @@ from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPE
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 
 from .message_ext_broker_inner import keys_of
+
+if TYPE_CHECKING:
+    from .checkpoint import StoreCheckpoint
+    from .commitlog import CommitLog
+    from .config import MessageStoreConfig
+    from .consume_queue import ConsumeQueue
+    from .index_file import IndexService
+    from .mapped_file import MappedFile
+
+
+class RecoveredStore(Protocol):
+    """What recovery uses of the MessageStore (which imports this module)."""
+
+    config: MessageStoreConfig
+    commitlog: CommitLog
+    index: IndexService
+    checkpoint: StoreCheckpoint | None
+
+    def consume_queues(self) -> list[ConsumeQueue]: ...
+
+    def find_or_create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
 
 
 
@@ -65,11 +87,13 @@ def _properties(raw: bytes) -> dict[str, str]:
         return {}
 
 
-def recover(store, abnormal: bool) -> RecoveryReport:
+def recover(store: RecoveredStore, abnormal: bool) -> RecoveryReport:
     started = time.perf_counter()
     report = RecoveryReport()
     cl = store.commitlog
     cp = store.checkpoint
+    if cp is None:
+        raise RuntimeError("recovery needs the store's checkpoint loaded first")
     if not cl.queue.files:
         report.mode = "fresh"
         for cq in store.consume_queues():
@@ -83,20 +107,20 @@ def recover(store, abnormal: bool) -> RecoveryReport:
     else:
         report.mode = "abnormal"
         report.reason = "abort file present" if abnormal else "checkpoint has no clean end"
-        _recover_abnormally(store, report)
+        _recover_abnormally(store, cp, report)
     report.commitlog_max_offset = cl.max_offset
     report.duration_ms = (time.perf_counter() - started) * 1000
     return report
 
 
-def _end_is_plausible(cl, end: int) -> bool:
+def _end_is_plausible(cl: CommitLog, end: int) -> bool:
     files = cl.queue.files
     return files[0].file_from_offset <= end <= files[-1].file_from_offset + cl.file_size
 
 
-def _set_end(cl, end: int) -> None:
+def _set_end(cl: CommitLog, end: int) -> None:
     """Trust `end`: earlier segments are full, later ones are dropped; nothing is read."""
-    kept = []
+    kept: list[MappedFile] = []
     for mf in cl.queue.files:
         start = mf.file_from_offset
         if start + cl.file_size <= end:
@@ -110,9 +134,8 @@ def _set_end(cl, end: int) -> None:
     cl.queue.files = kept
 
 
-def _recover_abnormally(store, report: RecoveryReport) -> None:
+def _recover_abnormally(store: RecoveredStore, cp: StoreCheckpoint, report: RecoveryReport) -> None:
     cl = store.commitlog
-    cp = store.checkpoint
     files = cl.queue.files
     first = files[0].file_from_offset
     last_end = files[-1].file_from_offset + cl.file_size
@@ -131,9 +154,9 @@ def _recover_abnormally(store, report: RecoveryReport) -> None:
         props = None
         if tran in (0, 0x8):
             props = _properties(req.properties_raw)
-            cq = store.find_or_create_consume_queue(req.topic, req.queue_id)
-            if cq is not None:
-                cq.put(phy, size, tags_code_of(req.topic, props, req.store_timestamp, delay_levels),
+            queue = store.find_or_create_consume_queue(req.topic, req.queue_id)
+            if queue is not None:
+                queue.put(phy, size, tags_code_of(req.topic, props, req.store_timestamp, delay_levels),
                        req.queue_offset)
                 report.redispatched += 1
         if index is not None and tran != 0xC and phy > index.max_indexed_phy:

@@ -1,9 +1,9 @@
 """Status enums and small result objects the store returns (it never raises for an operation's outcome).
 
-* ``PutMessageStatus`` / ``PutMessageResult``: one object per put (single or batch). RocketMQ nests an
+* ``PutMessageStatus`` / ``PutMessageResult``: one object per put, whatever it stored (one message, a batch, or a
+  run of single messages read together): every record's commitlog and queue offset. RocketMQ nests an
   ``AppendMessageResult`` inside; here its fields are flattened into ``PutMessageResult`` (``append_message_result``
   returns the object itself) so a put allocates one object. Offset msgIds are built lazily.
-* ``PutRunResult``: a run of single messages stored together (one status, every message's offsets).
 * ``GetMessageStatus`` / ``GetMessageResult``: records are ``bytes`` copies of the stored records, byte-identical
   to the commitlog; ``body()`` concatenates them into a PULL body.
 * ``QueryMessageResult``: QUERY_MESSAGE by key.
@@ -40,22 +40,26 @@ class GetMessageStatus(enum.Enum):
 
 
 PUT_OK = PutMessageStatus.PUT_OK
+#: the statuses of a put that wrote its records (a flush timeout: written, not yet known to be on disk)
+STORED = frozenset({PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT})
 
 
 class PutMessageResult:
-    """Outcome of ``put_message`` / ``put_messages``.
+    """Outcome of a put (``put_message``, ``put_messages``, ``put_message_run``).
 
     ``wrote_offset``: commitlog offset of the (first) record; ``wrote_bytes``: total bytes appended;
     ``logics_offset``: queue offset of the (first) message; ``msg_num``: records written;
-    ``store_timestamp``: store time (one value for a whole batch); ``phy_offsets``: every record's offset.
+    ``store_timestamp``: store time (one value for the whole put); ``phy_offsets`` / ``queue_offsets``: every
+    record's commitlog / queue offset (None when nothing was written).
     """
 
     __slots__ = ("status", "wrote_offset", "wrote_bytes", "store_timestamp", "logics_offset", "msg_num",
-                 "phy_offsets", "_host")
+                 "phy_offsets", "queue_offsets", "_host")
 
     def __init__(self, status: PutMessageStatus, wrote_offset: int = -1, wrote_bytes: int = 0,
                  store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 0,
-                 phy_offsets: list[int] | None = None, host: bytes = b"") -> None:
+                 phy_offsets: list[int] | None = None, queue_offsets: list[int] | None = None,
+                 host: bytes = b"") -> None:
         self.status = status
         self.wrote_offset = wrote_offset
         self.wrote_bytes = wrote_bytes
@@ -63,6 +67,7 @@ class PutMessageResult:
         self.logics_offset = logics_offset
         self.msg_num = msg_num
         self.phy_offsets = phy_offsets
+        self.queue_offsets = queue_offsets
         self._host = host  # packed store host + port, the msgId prefix
 
     def is_ok(self) -> bool:
@@ -74,45 +79,25 @@ class PutMessageResult:
 
     @property
     def msg_ids(self) -> list[str]:
-        """Offset message ids (§7.7) of every record written."""
-        offsets = self.phy_offsets if self.phy_offsets is not None else [self.wrote_offset]
+        """Offset message ids (§7.7) of every record written, in order."""
+        if self.phy_offsets is None:
+            return []
         host_hex = self._host.hex().upper()
-        return [offset_msg_id(host_hex, offset) for offset in offsets]
+        return [_MSG_ID % (host_hex, offset) for offset in self.phy_offsets]
 
     @property
     def msg_id(self) -> str:
-        """The send response's ``msgId``: offset ids of all records, comma-separated for a batch."""
+        """A send response's ``msgId`` for this put as one request: the offset ids of all its records,
+        comma-separated for a batch."""
         if self.wrote_offset < 0:
             return ""
-        if self.phy_offsets is None:  # a single message
+        if self.msg_num == 1:
             return offset_msg_id(self._host.hex().upper(), self.wrote_offset)
         return ",".join(self.msg_ids)
 
     def __repr__(self) -> str:
         return (f"<PutMessageResult {self.status.name} phy={self.wrote_offset} queueOffset={self.logics_offset} "
                 f"n={self.msg_num} bytes={self.wrote_bytes} ts={self.store_timestamp}>")
-
-
-class PutRunResult:
-    """Outcome of ``put_message_run``: one status for the run; on success every message's commitlog offset and
-    queue offset, and the run's store timestamp. ``msg_id(i)`` is message i's offset msgId (§7.7)."""
-
-    __slots__ = ("status", "phy_offsets", "queue_offsets", "store_timestamp", "_host_hex")
-
-    def __init__(self, status: PutMessageStatus, phy_offsets: list[int] | None = None,
-                 queue_offsets: list[int] | None = None, store_timestamp: int = 0, host: bytes = b"") -> None:
-        self.status = status
-        self.phy_offsets = phy_offsets
-        self.queue_offsets = queue_offsets
-        self.store_timestamp = store_timestamp
-        self._host_hex = host.hex().upper()
-
-    def msg_id(self, i: int) -> str:
-        return offset_msg_id(self._host_hex, self.phy_offsets[i])  # type: ignore[index]
-
-    def __repr__(self) -> str:
-        n = len(self.phy_offsets) if self.phy_offsets is not None else 0
-        return f"<PutRunResult {self.status.name} n={n} ts={self.store_timestamp}>"
 
 
 class GetMessageResult:
@@ -168,9 +153,12 @@ class QueryMessageResult:
         return f"<QueryMessageResult n={len(self.messages)} offsets={self.phy_offsets}>"
 
 
+_MSG_ID = "%s%016X"
+
+
 def offset_msg_id(host_hex: str, offset: int) -> str:
     """An offset message id (§7.7) from the upper-case hex of store host + port and a commitlog offset."""
-    return "%s%016X" % (host_hex, offset)
+    return _MSG_ID % (host_hex, offset)
 
 
 def host_prefix(packed_host: bytes, port: int) -> bytes:

@@ -22,6 +22,25 @@ from __future__ import annotations
 
 import shutil
 import time
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .commitlog import CommitLog
+    from .config import MessageStoreConfig
+    from .consume_queue import ConsumeQueue
+    from .index_file import IndexService
+
+
+class CleanedStore(Protocol):
+    """What retention uses of the MessageStore (which imports this module)."""
+
+    config: MessageStoreConfig
+    commitlog: CommitLog
+    index: IndexService
+    writable: bool
+    _last_physical_min_offset: int
+
+    def consume_queues(self) -> list[ConsumeQueue]: ...
 
 
 def is_time_to_delete(delete_when: str, now_ms: int) -> bool:
@@ -44,7 +63,7 @@ def disk_used_ratio(path: str) -> float:
 class CleanCommitLogService:
     MANUAL_DELETE_RUNS = 20
 
-    def __init__(self, store) -> None:
+    def __init__(self, store: CleanedStore) -> None:
         self.store = store
         self.manual_delete_file_several_times = 0
         self.disk_ratio = disk_used_ratio  # replaceable (tests)
@@ -84,7 +103,7 @@ class CleanCommitLogService:
         return delete_commitlog_files(self.store, count)
 
 
-def last_write_time(commitlog, idx: int) -> int:
+def last_write_time(commitlog: CommitLog, idx: int) -> int:
     """When segment `idx` was last written: store time of the next segment's first record, else its mtime."""
     files = commitlog.queue.files
     if idx + 1 < len(files):
@@ -96,7 +115,7 @@ def last_write_time(commitlog, idx: int) -> int:
     return files[idx].last_modified_ms()
 
 
-def expire_files_now(store, older_than_ms: int | None = None, count: int | None = None) -> int:
+def expire_files_now(store: CleanedStore, older_than_ms: int | None = None, count: int | None = None) -> int:
     files = store.commitlog.queue.files
     n = 0
     for i in range(len(files) - 1):
@@ -108,7 +127,7 @@ def expire_files_now(store, older_than_ms: int | None = None, count: int | None 
     return delete_commitlog_files(store, n)
 
 
-def delete_commitlog_files(store, count: int) -> int:
+def delete_commitlog_files(store: CleanedStore, count: int) -> int:
     """Delete the `count` oldest commitlog segments, then clean consume queues and the index. Returns count."""
     if count > 0:
         count = len(store.commitlog.queue.delete_first_files(count))
@@ -116,7 +135,7 @@ def delete_commitlog_files(store, count: int) -> int:
     return count
 
 
-def clean_consume_queues(store) -> None:
+def clean_consume_queues(store: CleanedStore) -> None:
     """CleanConsumeQueueService: drop consume-queue / index files below the commitlog minimum, correct mins."""
     phy_min = store.commitlog.min_offset
     if phy_min < 0 or phy_min == store._last_physical_min_offset:

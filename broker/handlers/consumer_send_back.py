@@ -14,15 +14,15 @@ from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPE
 from rocketmq_emulator.protocol.topics import dlq_topic, retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
-from rocketmq_emulator.store.results import PutMessageStatus
+from rocketmq_emulator.store.results import STORED
 
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 
 class ConsumerSendBackProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -35,7 +35,7 @@ class ConsumerSendBackProcessor:
         if cfg is None:
             raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
         if not b.config.broker_permission & PermName.WRITE:  # brokerPermission without write (updateBrokerConfig)
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"the broker[{b.config.advertised_host or b.config.host}] "
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the broker[{b.config.broker_ip1}] "
                                                           "sending message is forbidden")
         if cfg.retry_queue_nums <= 0:
             return RemotingCommand.response_to(req)
@@ -68,11 +68,10 @@ class ConsumerSendBackProcessor:
             tags_code=tags_code, sys_flag=msg.sys_flag & ~0x30, born_timestamp=msg.born_timestamp,
             born_host=pack_host(msg.born_host), born_port=msg.born_port, reconsume_times=msg.reconsume_times + 1,
             keys=keys_of(props))
-        result = b.store.put_message(inner)
-        if result.status is not PutMessageStatus.PUT_OK and result.status is not PutMessageStatus.FLUSH_DISK_TIMEOUT:
+        result = b.send_core.put_message(inner)
+        if result.status not in STORED:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, result.status.name)
         if delay_level > 0:  # parked in SCHEDULE_TOPIC_XXXX: counted as a put there, as 4.9.8 does
             b.stats.parked(topic, queue_id, result.wrote_bytes)
         b.stats.sent_back(h.group, props[PROPERTY_RETRY_TOPIC])
-        b.message_arrived(topic, queue_id, result.logics_offset + 1, tags_code)
         return RemotingCommand.response_to(req)

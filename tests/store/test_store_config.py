@@ -22,19 +22,6 @@ def test_defaults_are_rocketmq_defaults(tmp_path):
     assert cfg.consume_queue_dir == os.path.join(str(tmp_path), "consumequeue")
 
 
-def test_from_rocketmq_properties(tmp_path):
-    cfg = MessageStoreConfig.from_properties({
-        "storePathRootDir": str(tmp_path), "mappedFileSizeCommitLog": "65536", "flushDiskType": "SYNC_FLUSH",
-        "fileReservedTime": "48", "deleteWhen": "03;04", "messageIndexEnable": "false",
-        "totalPhysicalMemorySize": "1000", "brokerClusterName": "ignored",
-    })
-    assert cfg.store_path_root_dir == str(tmp_path)
-    assert cfg.mapped_file_size_commit_log == 65536
-    assert cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
-    assert (cfg.file_reserved_time, cfg.delete_when, cfg.message_index_enable) == (48, "03;04", False)
-    assert cfg.total_physical_memory_size == 1000
-
-
 def test_inner_message_build_and_keys():
     m = MessageExtBrokerInner.build("T", 1, b"x", {"TAGS": "TagA", "KEYS": "a b  c", "UNIQ_KEY": "U1"})
     assert m.tags_code == tag_hash_code("TagA") == 2598919

@@ -26,7 +26,7 @@ def test_a_run_stores_what_single_puts_would(open_store, clock, tmp_path):
     for k, (m, phy, qo) in enumerate(zip(msgs, r.phy_offsets, r.queue_offsets)):
         rec = expected_record(m, queue_offset=qo, phy=phy, store_ts=clock.now, config=run_store.config)
         assert run_store.select_one_message_by_offset(phy) == rec
-        assert r.msg_id(k) == create_message_id("10.0.0.7", 10911, phy) == singles[k].msg_id
+        assert r.msg_ids[k] == create_message_id("10.0.0.7", 10911, phy) == singles[k].msg_id
     assert run_store.commitlog_max_offset == single_store.commitlog_max_offset
     for topic in ("RunA", "RunB"):
         for q in range(3):
@@ -85,3 +85,17 @@ def test_a_run_is_written_whole_when_the_topic_prefix_cache_is_cleared_during_it
     for m, phy, qo in zip(msgs, r.phy_offsets, r.queue_offsets):
         assert store.select_one_message_by_offset(phy) == expected_record(m, queue_offset=qo, phy=phy,
                                                                           store_ts=clock.now, config=store.config)
+
+
+def test_every_record_of_one_put_carries_its_own_born_host(open_store, clock):
+    """One record writer for every put: each message's born host (IPv4 or IPv6) and its sys-flag bit, even when
+    the messages of one run or batch differ."""
+    store = open_store()
+    msgs = [make_msg(body=b"v4", born_host="192.168.1.2"), make_msg(body=b"v6", born_host="fe80::1"),
+            make_msg(body=b"v4 again", born_host="10.1.2.3")]
+    for put in (store.put_message_run, store.put_messages):
+        r = put(msgs)
+        assert r.status is PutMessageStatus.PUT_OK and len(r.phy_offsets) == 3
+        for m, phy, qo in zip(msgs, r.phy_offsets, r.queue_offsets):
+            assert store.select_one_message_by_offset(phy) == expected_record(m, queue_offset=qo, phy=phy,
+                                                                              store_ts=clock.now, config=store.config)

@@ -1,0 +1,192 @@
+"""The MessageExtBrokerInner(s) a checked SendMessageRequest stores (reference §9.1), as RocketMQ's
+SendMessageProcessor builds its msgInner: the properties the broker keeps (WAIT dropped, CLUSTER added), the
+tags hash and keys to index, a retry topic resolved (handleRetryAndDLQ), a delay level parked, a batch split.
+
+* `plain`: the common message, read in one pass over its properties as bytes; None when it is not one (a delay
+  level, a transaction, CLUSTER already set, or a retry topic).
+* `full`: any single message, its properties decoded: a transaction refused, a retry topic resolved, a delay
+  level parked in SCHEDULE_TOPIC_XXXX.
+* `batch`: the messages of a batch request.
+
+Every message passes the same size rules before it is built, refused with the same remarks
+(`_properties_too_big`, `_body_too_big`): its final properties at most 32767 bytes, its body (a batch's bodies
+together) at most maxMessageSize.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rocketmq_emulator.protocol import BrokerError, ProtocolError, ResponseCode
+from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK
+from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
+                                                PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK,
+                                                decode_properties, encode_properties, iter_batch, remove_property,
+                                                tag_hash_code)
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, dlq_topic
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+
+if TYPE_CHECKING:
+    from .broker_state import BrokerState
+    from .send_request import SendMessageRequest
+
+log = logging.getLogger("rocketmq_emulator.send")
+MAX_PROPERTIES_SIZE = 32767  # the record's PROPERTIESLEN is a signed short
+
+
+def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
+    """One pass over a raw properties string: the keys to index (KEYS tokens, then UNIQ_KEY), the TAGS hash,
+    whether WAIT is present and whether a property that needs the full path is (DELAY, TRAN_MSG, CLUSTER).
+    Later duplicates win and empty values count as absent, as in `decode_properties`."""
+    tags = keys = uniq = None
+    wait = special = False
+    if raw:
+        for item in raw.split(b"\x02"):
+            name, _, value = item.partition(b"\x01")
+            if name == b"TAGS":
+                tags = value
+            elif name == b"UNIQ_KEY":
+                uniq = value
+            elif name == b"KEYS":
+                keys = value
+            elif name == b"WAIT":
+                wait = True
+            elif name == b"DELAY" or name == b"TRAN_MSG" or name == b"CLUSTER":
+                special = True
+    index_keys = keys.decode().split() if keys else []
+    if uniq:
+        index_keys.append(uniq.decode())
+    return index_keys, tag_hash_code(tags.decode()) if tags else 0, wait, special
+
+
+def _properties_too_big(raw: bytes) -> BrokerError:
+    return BrokerError(ResponseCode.MESSAGE_ILLEGAL,
+                       f"the message properties size {len(raw)} exceeds {MAX_PROPERTIES_SIZE}")
+
+
+def _body_too_big(size: int, limit: int, what: str = "message") -> BrokerError:
+    return BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the {what} body size {size} exceeds maxMessageSize {limit}")
+
+
+class InnerMessageBuilder:
+    def __init__(self, broker: BrokerState) -> None:
+        self.broker = broker
+        self._cluster_suffix = f"\x02{PROPERTY_CLUSTER}\x01{broker.config.broker_cluster_name}"
+        self._cluster_suffix_bytes = self._cluster_suffix.encode()
+
+    def _check_sizes(self, raw: bytes, body: bytes) -> None:
+        """The size rules every single message passes: its final properties, then its body."""
+        if len(raw) > MAX_PROPERTIES_SIZE:
+            raise _properties_too_big(raw)
+        limit = self.broker.config.store.max_message_size  # read per message: updateBrokerConfig changes it at run time
+        if len(body) > limit:
+            raise _body_too_big(len(body), limit)
+
+    def message(self, request: SendMessageRequest) -> MessageExtBrokerInner:
+        """The single message of a checked request."""
+        msg = self.plain(request)
+        return msg if msg is not None else self.full(request)
+
+    def plain(self, request: SendMessageRequest) -> MessageExtBrokerInner | None:
+        """The common message, stored as sent (WAIT dropped, CLUSTER added), read in one pass over its
+        properties as bytes: None when it is not one."""
+        h = request.header
+        if request.sys_flag & TRANSACTION_TYPE_MASK or h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        raw = (h.properties or "").encode()
+        index_keys, tags_code, wait, special = _scan_properties(raw)
+        if special:
+            return None
+        if wait:
+            raw = remove_property(raw, b"WAIT")
+        raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
+        body = request.body
+        self._check_sizes(raw, body)
+        return MessageExtBrokerInner(h.topic, request.queue_id, body, h.flag, raw, tags_code, request.sys_flag,
+                                     h.born_timestamp, request.born_host, request.born_port, h.reconsume_times or 0,
+                                     0, index_keys)
+
+    def full(self, request: SendMessageRequest) -> MessageExtBrokerInner:
+        """Any single message, its properties decoded: a transaction refused, a retry topic resolved (to the DLQ
+        after the group's max reconsume times), a delay level parked, CLUSTER set."""
+        h = request.header
+        topic, queue_id, sys_flag = h.topic, request.queue_id, request.sys_flag
+        text = h.properties or ""
+        props = decode_properties(text) if text else {}
+        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
+            raise BrokerError(ResponseCode.NO_PERMISSION,
+                              "transactional messages are not supported by rocketmq-emulator")
+        reconsume_times = h.reconsume_times or 0
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic, queue_id = self.handle_retry_and_dlq(request, reconsume_times, props)
+        tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
+        delay = props.get(PROPERTY_DELAY_TIME_LEVEL)
+        level = int(delay) if delay is not None and delay.lstrip("-").isdigit() else 0
+        if level > 0 or PROPERTY_CLUSTER in props:
+            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+            props[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
+            if level > 0:
+                topic, queue_id, tags_code = self.broker.schedule_service.park(topic, queue_id, props, level)
+            raw = encode_properties(props).encode()
+        else:  # fast path: edit the client's string instead of re-encoding it (drop WAIT, add CLUSTER)
+            text = text.rstrip("\x02")
+            if PROPERTY_WAIT_STORE_MSG_OK in props:
+                text = "\x02".join(p for p in text.split("\x02") if not p.startswith("WAIT\x01"))
+            raw = (text + self._cluster_suffix if text else self._cluster_suffix[1:]).encode()
+        self._check_sizes(raw, request.body)
+        return MessageExtBrokerInner(topic, queue_id, request.body, flag=h.flag, properties_raw=raw,
+                                     tags_code=tags_code, sys_flag=sys_flag, born_timestamp=h.born_timestamp,
+                                     born_host=request.born_host, born_port=request.born_port,
+                                     reconsume_times=reconsume_times, keys=keys_of(props))
+
+    def batch(self, request: SendMessageRequest) -> list[MessageExtBrokerInner]:
+        """The messages of a batch request: each item's properties with the request's and CLUSTER appended."""
+        h = request.header
+        topic, queue_id, sys_flag = h.topic, request.queue_id, request.sys_flag
+        if sys_flag & TRANSACTION_TYPE_MASK:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support transaction message")
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
+        batch_props = h.properties or ""
+        suffix = (self._cluster_suffix if not batch_props else
+                  "\x02" + batch_props.rstrip("\x02") + self._cluster_suffix).encode()
+        inners = []
+        total = 0
+        born_ts, born, port = h.born_timestamp, request.born_host, request.born_port
+        try:
+            for flag, body, raw in iter_batch(request.body):
+                raw = (raw.rstrip(b"\x02") + suffix) if raw else suffix[1:]
+                if len(raw) > MAX_PROPERTIES_SIZE:
+                    raise _properties_too_big(raw)
+                total += len(body)
+                index_keys, tags_code, _, _ = _scan_properties(raw)
+                inners.append(MessageExtBrokerInner(topic, queue_id, body, flag, raw, tags_code, sys_flag, born_ts, born,
+                                                    port, 0, 0, index_keys))
+        except ProtocolError as exc:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}") from None
+        if total > self.broker.config.store.max_message_size:
+            raise _body_too_big(total, self.broker.config.store.max_message_size, "batch")
+        return inners
+
+    def handle_retry_and_dlq(self, request: SendMessageRequest, reconsume_times: int,
+                             props: dict[str, str]) -> tuple[str, int]:
+        """A message sent to %RETRY%<group>: its topic and queue, or the group's DLQ (queue 0, answered with queue
+        0, its delay level dropped) once it has been reconsumed the group's max times."""
+        h = request.header
+        topic = h.topic
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        cfg = self.broker.subscription_group_manager.find(group)
+        if cfg is None:
+            raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+        max_times = cfg.retry_max_times
+        if request.version >= 121 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if reconsume_times >= max_times:
+            dlq = dlq_topic(group)
+            self.broker.topic_config_manager.create_without_template(dlq, 1)
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            log.info("message to %s reached %d reconsume times: sent to %s", topic, reconsume_times, dlq)
+            request.queue_id = 0
+            return dlq, 0
+        return topic, request.queue_id

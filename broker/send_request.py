@@ -1,0 +1,35 @@
+"""The send path's request and outcome (broker/send_core.py), apart from the path itself so that the modules
+building messages from a request (send_inner.py) and the fronts translating it (handlers/send_message.py) name
+them without importing the path."""
+
+from __future__ import annotations
+
+import msgspec
+
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
+
+
+class SendMessageRequest(msgspec.Struct, gc=False):  # no reference cycles: untracked, cheaper to make
+    """One send request, parsed once, whatever front it came by: the SendMessageRequestHeader, the body (one
+    message, or a batch's encoded messages) and who sent it. `msg_check` sets `queue_id` (the queue the message
+    goes to and is answered with; a DLQ-bound message's is 0) and `sys_flag` (MULTI_TAGS added per topic)."""
+
+    header: SendMessageRequestHeader
+    body: bytes
+    born_host: bytes  # the producer's address, packed (4 or 16 bytes)
+    born_port: int
+    producer: str  # "ip:port", for remarks
+    version: int  # the client's protocol version (maxReconsumeTimes is read from 121 on)
+    queue_id: int = -1
+    sys_flag: int = 0
+
+
+class SendMessageResponse(msgspec.Struct, gc=False):
+    """The outcome of one SendMessageRequest (the SendMessageResponseHeader and the response code and remark):
+    `msg_id` is None unless the code is one answered with the message's id, queue and offset."""
+
+    code: int
+    remark: str | None = None
+    msg_id: str | None = None
+    queue_id: int = 0
+    queue_offset: int = 0
