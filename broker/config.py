@@ -1,19 +1,31 @@
-"""Broker configuration: defaults, a RocketMQ-style `broker.conf`, environment variables and flags.
+"""The emulator's configuration: read once, frozen, named after RocketMQ's keys.
 
-Precedence, lowest first: built-in defaults, `--config FILE`, `ROCKETMQ_EMULATOR_<FLAG>` environment
-variables, command-line flags. Unknown `broker.conf` keys are reported (logged), never fatal.
+* `EmulatorConfig`: the process (listening host, name-server port, log level, wire trace, topics and groups
+  created at start) and a tuple of `BrokerConfig`, one per broker (broker-a, broker-b, ...).
+* `BrokerConfig`: one broker's settings, each field the snake_case of its Java key (`listenPort` ->
+  `listen_port`, `brokerIP1` -> `broker_ip1`), holding its store's settings in `store` (a `MessageStoreConfig`:
+  store settings live only there, e.g. `config.store.flush_disk_type`).
+* Enumerated settings are enums (`FlushDiskType`, `NewGroupOffset`, `OffsetDurability`, `LogLevel`,
+  `TraceFormat`); readers compare members, never text.
+
+Every source of settings (serve's flags, `ROCKETMQ_EMULATOR_*` variables, a `broker.conf`, updateBrokerConfig
+at run time, Python code) goes through the one parser, broker/settings.py, which builds these objects; nothing
+writes into them afterwards. What is only known at run time lives on the running objects: the bound ports on
+`BrokerController.listen_port` / `.broker_addr` and `NameServer.port`, the temporary store of `--ephemeral` on
+the `Emulator`; a change at run time builds a new frozen config (`dataclasses.replace`, through the same parser)
+that the controller swaps in one place (`BrokerController.config`).
 """
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import logging
 import socket
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from rocketmq_emulator.protocol.topics import DEFAULT_MESSAGE_DELAY_LEVEL, topic_problem
+from rocketmq_emulator.protocol.topics import topic_problem
+from rocketmq_emulator.store.config import MessageStoreConfig
 
 log = logging.getLogger("rocketmq_emulator.config")
 
@@ -22,88 +34,109 @@ log = logging.getLogger("rocketmq_emulator.config")
 VIP_PORT_OFFSET = 2
 #: `serve --brokers N`: broker i (from 0) listens on the broker port + i times this (and advertises likewise)
 BROKER_PORT_STEP = 10
+#: the store directory when none is given (RocketMQ's is ~/store)
+DEFAULT_STORE_DIR = "./rocketmq-data"
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
-@dataclass
+class NewGroupOffset(enum.Enum):
+    """`newGroupOffset`: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset (README "Consumer
+    offsets"): LEGACY (4.9.x: 0 while the queue's first message is still stored) or STRICT (always
+    QUERY_NOT_FOUND: the client's consumeFromWhere decides)."""
+    LEGACY = "legacy"
+    STRICT = "strict"
+
+
+class OffsetDurability(enum.Enum):
+    """`offsetDurability` (README "Offset durability"): WRITE_BEHIND answers an offset write at once (durable
+    within the event-loop iteration), WRITE_THROUGH only once it is in the durable tier."""
+    WRITE_BEHIND = "write-behind"
+    WRITE_THROUGH = "write-through"
+
+
+class LogLevel(enum.Enum):
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+
+
+class TraceFormat(enum.Enum):
+    """The wire trace's format (README "Wire trace")."""
+    TEXT = "text"
+    JSON = "json"
+
+
+def _default_store() -> MessageStoreConfig:
+    return MessageStoreConfig(store_path_root_dir=DEFAULT_STORE_DIR)
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    # network
-    host: str = "127.0.0.1"
-    namesrv_port: int = 9876
-    broker_port: int = 10911
-    vip_channel_enabled: bool = True  # also listen on broker_port - 2, as the real broker does
-    advertised_host: str | None = None  # brokerIP1: the address put in route data (see resolve_advertised_host)
-    advertised_port: int | None = None
-    # identity
+    """One broker's settings (Java's BrokerConfig keys, snake_case), with its store's in `store`."""
+
     broker_name: str = "broker-a"
-    #: brokers in this process (`serve --brokers N`): broker-a, broker-b, ... every 10 ports (README "Several
-    #: brokers in one process")
-    brokers: int = 1
-    cluster_name: str = "DefaultCluster"
-    # store
-    store_dir: str = "./rocketmq-data"
-    ephemeral: bool = False
-    mapped_file_size_commitlog: int = 1024 * 1024 * 1024
-    mapped_file_size_consume_queue_units: int = 300_000
-    flush_disk_type: str = "ASYNC_FLUSH"
-    flush_interval_commitlog_ms: int = 500
-    file_reserved_time_hours: float = 72
-    delete_when: str = "04"
-    disk_max_used_space_ratio: int = 75
-    max_message_size: int = 4 * 1024 * 1024
-    # behaviour
+    broker_cluster_name: str = "DefaultCluster"
+    #: the configured port (0: a free one, known once bound: `BrokerController.listen_port`)
+    listen_port: int = 10911
+    #: the address put in route data and message ids (settings.resolve_broker_ip1 fills the default)
+    broker_ip1: str = "127.0.0.1"
+    #: the port put in route data when it differs from the listening one (a published container port)
+    advertised_port: int | None = None
+    #: also listen on listen_port - 2, as the real broker does
+    vip_channel_enabled: bool = True
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
-    #: brokerPermission (PermName bits, 6 = read and write): without read or write, every route of this broker
-    #: carries it as the topics' perm, and pulls are refused without read (README "... configuration at run time")
+    #: PermName bits (6 = read and write): without read or write, every route of this broker carries it as the
+    #: topics' perm, and pulls are refused without read (README "... configuration at run time")
     broker_permission: int = 6
-    default_topic_queue_nums: int = 8  # TBW102's queue count (reference §9.16); producers cap it to 4
+    default_topic_queue_nums: int = 8  # TBW102's queue count; producers cap it to 4
     long_polling_enable: bool = True
-    short_polling_time_ms: int = 1000
+    short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
-    channel_expired_timeout_s: float = 120.0
-    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
-    #: consumerOffset.json (the batched tier) is written this often when offsets changed (seed 003: 100 ms)
-    flush_consumer_offset_interval_ms: int = 100
-    #: "write-behind": an offset write (commit, reset, removal) is answered at once and is durable within the
-    #: event-loop iteration; "write-through": answered only once it is in the durable tier (broker/write_through.py,
-    #: README "Offset durability")
-    offset_durability: str = "write-behind"
-    # consumer offsets (README "Consumer offsets")
-    #: what QUERY_CONSUMER_OFFSET answers for a group with no stored offset: "legacy" (4.9.x: 0 while the
-    #: queue's first message is still stored) or "strict" (always QUERY_NOT_FOUND: the client's setting decides)
-    new_group_offset: str = "legacy"
+    #: ms; consumerOffset.json (the batched tier) is written this often when offsets changed
+    flush_consumer_offset_interval: int = 100
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    new_group_offset: NewGroupOffset = NewGroupOffset.LEGACY
+    offset_durability: OffsetDurability = OffsetDurability.WRITE_BEHIND
     #: resets are also kept by the broker and applied at the group's next pull of each queue (5.x)
     use_server_side_reset_offset: bool = True
     #: the broker tracks broadcasting clients' offsets; a client with none resumes from the group's (5.x)
     enable_broadcast_offset_store: bool = True
-    broadcast_offset_expire_s: float = 120.0
-    region_id: str = "DefaultRegion"
-    trace_on: bool = True
+    broadcast_offset_expire_second: float = 120.0
+    #: a client silent this long is dropped (RocketMQ's channel expiry)
+    channel_expired_timeout_second: float = 120.0
+    store: MessageStoreConfig = field(default_factory=_default_store)
+
+
+@dataclass(frozen=True, slots=True)
+class EmulatorConfig:
+    """The process: its name server and its brokers (`brokers[0]` first, as `serve --brokers N` numbers them)."""
+
+    host: str = "127.0.0.1"
+    namesrv_port: int = 9876
+    #: the store in a temporary directory (made and removed by the Emulator)
+    ephemeral: bool = False
+    log_level: LogLevel = LogLevel.INFO
     #: the wire trace (README "Wire trace"): a file, or "-" for standard error; None: off
     wire_trace: str | None = None
-    wire_trace_format: str = "text"
+    wire_trace_format: TraceFormat = TraceFormat.TEXT
     wire_trace_codes: frozenset[int] | None = None
     wire_trace_group: str | None = None
     wire_trace_topic: str | None = None
-    log_level: str = "INFO"
     #: created (or given this queue count) at start: `--topic orders:8`, ROCKETMQ_EMULATOR_TOPICS="orders:8,b:4"
-    topics: list[tuple[str, int]] = field(default_factory=list)
+    topics: tuple[tuple[str, int], ...] = ()
     #: subscription groups created at start: `--group g1`, ROCKETMQ_EMULATOR_GROUPS="g1,g2"
-    groups: list[str] = field(default_factory=list)
-    unknown_keys: list[str] = field(default_factory=list)
+    groups: tuple[str, ...] = ()
+    brokers: tuple[BrokerConfig, ...] = (BrokerConfig(),)
+    #: broker.conf keys that were not understood (logged once at start)
+    unknown_keys: tuple[str, ...] = ()
 
     @property
-    def broker_addr(self) -> str:
-        """The address clients are told to use (route data, offset msgIds)."""
-        return f"{self.advertised_host or self.host}:{self.advertised_port or self.broker_port}"
-
-    @property
-    def namesrv_addr(self) -> str:
-        return f"{self.host}:{self.namesrv_port}"
-
-
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
-OFFSET_DURABILITY = ("write-behind", "write-through")
+    def broker(self) -> BrokerConfig:
+        """The first broker's (`serve`'s flags and broker.conf give it; the others are derived from it)."""
+        return self.brokers[0]
 
 
 def primary_address() -> str:
@@ -112,7 +145,7 @@ def primary_address() -> str:
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("192.0.2.1", 9))  # TEST-NET-1: only the routing table is consulted
-            ip = s.getsockname()[0]
+            ip: str = s.getsockname()[0]
             if ip and ip != "0.0.0.0":
                 return ip
     except OSError:
@@ -123,20 +156,21 @@ def primary_address() -> str:
         return "127.0.0.1"
 
 
-def resolve_advertised_host(config: BrokerConfig) -> None:
-    """Fill in the address a broker listening on all interfaces puts in route data, as RocketMQ does.
+def resolve_broker_ip1(host: str, broker_ip1: str | None, advertised_port: int | None) -> str:
+    """The address a broker puts in route data, as RocketMQ chooses `brokerIP1`:
 
-    * `advertised_host` given: used as is (an IP or a name clients can resolve).
-    * listening on 0.0.0.0 / :: with only `advertised_port` given: 127.0.0.1 — the port is published on this host
+    * `brokerIP1` given: used as is (an IP or a name clients can resolve).
+    * listening on 0.0.0.0 / :: with only an advertised port: 127.0.0.1 — the port is published on this host
       (`docker run -p 20911:10911 -e ROCKETMQ_EMULATOR_ADVERTISED_PORT=20911`), so local clients reach it.
     * listening on 0.0.0.0 / :: otherwise: the machine's primary address (in a container: the container's
       address, which other containers of the same network reach, e.g. in docker compose).
     * else the listening address.
     """
-    if config.advertised_host:
-        return
-    if config.host in WILDCARD_HOSTS:
-        config.advertised_host = "127.0.0.1" if config.advertised_port else primary_address()
+    if broker_ip1:
+        return broker_ip1
+    if host in WILDCARD_HOSTS:
+        return "127.0.0.1" if advertised_port else primary_address()
+    return host
 
 
 def ip_of(host: str) -> str:
@@ -190,60 +224,6 @@ def parse_group_list(text: str) -> list[str]:
     return out
 
 
-#: `broker.conf` key -> BrokerConfig attribute
-CONF_KEYS: dict[str, str] = {
-    "brokerName": "broker_name",
-    "brokerClusterName": "cluster_name",
-    "listenPort": "broker_port",
-    "brokerIP1": "advertised_host",
-    "storePathRootDir": "store_dir",
-    "storePathCommitLog": "",  # accepted, the commitlog always lives under storePathRootDir
-    "fileReservedTime": "file_reserved_time_hours",
-    "deleteWhen": "delete_when",
-    "flushDiskType": "flush_disk_type",
-    "flushIntervalCommitLog": "flush_interval_commitlog_ms",
-    "autoCreateTopicEnable": "auto_create_topic_enable",
-    "autoCreateSubscriptionGroup": "auto_create_subscription_group",
-    "brokerPermission": "broker_permission",
-    "defaultTopicQueueNums": "default_topic_queue_nums",
-    "mappedFileSizeCommitLog": "mapped_file_size_commitlog",
-    "mapedFileSizeCommitLog": "mapped_file_size_commitlog",
-    "mappedFileSizeConsumeQueue": "mapped_file_size_consume_queue_units",  # bytes in RocketMQ, see below
-    "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue_units",
-    "diskMaxUsedSpaceRatio": "disk_max_used_space_ratio",
-    "maxMessageSize": "max_message_size",
-    "longPollingEnable": "long_polling_enable",
-    "shortPollingTimeMills": "short_polling_time_ms",
-    "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable",
-    "messageDelayLevel": "message_delay_level",
-    "flushConsumerOffsetInterval": "flush_consumer_offset_interval_ms",
-    "regionId": "region_id",
-    "traceOn": "trace_on",
-    "vipChannelEnabled": "vip_channel_enabled",
-    "newGroupOffset": "new_group_offset",
-    "offsetDurability": "offset_durability",
-    "useServerSideResetOffset": "use_server_side_reset_offset",
-    "enableBroadcastOffsetStore": "enable_broadcast_offset_store",
-    "broadcastOffsetExpireSecond": "broadcast_offset_expire_s",
-    # accepted and ignored: this process is always the one master of its broker and embeds its name server
-    "namesrvAddr": "", "brokerId": "", "brokerRole": "", "brokerIP2": "", "haListenPort": "",
-    "enablePropertyFilter": "", "traceTopicEnable": "", "aclEnable": "",
-}
-
-
-def _coerce(current: Any, text: str, name: str) -> Any:
-    text = text.strip()
-    if isinstance(current, bool):
-        return text.lower() == "true"
-    if isinstance(current, int):
-        return int(text)
-    if isinstance(current, float):
-        return float(text)
-    if current is None and name == "advertised_port":
-        return int(text)
-    return text
-
-
 def parse_properties(text: str) -> dict[str, str]:
     """Java `.properties` text: `key=value` or `key: value`, `#`/`!` comments, blank lines."""
     out: dict[str, str] = {}
@@ -259,28 +239,3 @@ def parse_properties(text: str) -> dict[str, str]:
             key, value = line, ""
         out[key.strip()] = value.strip()
     return out
-
-
-def apply_broker_conf(config: BrokerConfig, path: str | Path) -> BrokerConfig:
-    props = parse_properties(Path(path).read_text())
-    for key, value in props.items():
-        attr = CONF_KEYS.get(key)
-        if attr is None:
-            config.unknown_keys.append(key)
-            log.warning("%s: unknown key %r ignored", path, key)
-            continue
-        if not attr:
-            continue
-        if key in ("mappedFileSizeConsumeQueue", "mapedFileSizeConsumeQueue"):
-            setattr(config, attr, max(1, int(value) // 20))  # RocketMQ gives bytes; 20 bytes a unit
-            continue
-        try:
-            setattr(config, attr, _coerce(getattr(config, attr), value, attr))
-        except ValueError:
-            raise ValueError(f"invalid value {value!r} for {key}") from None
-        if attr == "new_group_offset" and config.new_group_offset not in ("legacy", "strict"):
-            raise ValueError(f"invalid value {value!r} for {key}: use legacy or strict")
-        if attr == "offset_durability" and config.offset_durability not in OFFSET_DURABILITY:
-            raise ValueError(f"invalid value {value!r} for {key}: use write-behind or write-through")
-    return config
-

@@ -4,11 +4,13 @@ server living in the same process. Several controllers can share one name server
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from dataclasses import replace
+from typing import Callable, Iterable
 
 import msgspec
 
@@ -19,27 +21,22 @@ from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
 from .client_manager import ConsumerManager, ProducerManager
-from .config import VIP_PORT_OFFSET, BrokerConfig, ip_of
+from .config import VIP_PORT_OFFSET, BrokerConfig, OffsetDurability, ip_of
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
 from .broadcast_offset import BroadcastOffsetManager
 from .broker2client import Broker2Client
-from .handlers.admin_broker import AdminBrokerProcessor
-from .handlers.broker_config import BrokerConfigProcessor
-from .handlers.broker_stats import BrokerStatsProcessor, runtime_info
 from .handlers.client_manage import ClientManageProcessor
-from .handlers.consumer_admin import ConsumerAdminProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pull_message import PullMessageProcessor
-from .handlers.offset_admin import OffsetAdminProcessor
-from .handlers.query_message import QueryMessageProcessor
 from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
 from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
-from .runtime_config import BrokerConfiguration, registered_perm
+from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
 from .schedule import ScheduleMessageService
+from .send_core import SendMessageCore
 from .stats import BrokerStatsManager
 from .subscription_group import SubscriptionGroupManager
 from .write_through import answer_when_durable
@@ -50,83 +47,110 @@ from .topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
-
-def store_config_for(config: BrokerConfig) -> MessageStoreConfig:
-    return MessageStoreConfig(
-        store_path_root_dir=str(Path(config.store_dir)),
-        mapped_file_size_commit_log=config.mapped_file_size_commitlog,
-        mapped_file_size_consume_queue=config.mapped_file_size_consume_queue_units * 20,
-        max_message_size=config.max_message_size,
-        flush_disk_type=FlushDiskType(config.flush_disk_type),
-        flush_interval_commit_log=config.flush_interval_commitlog_ms,
-        file_reserved_time=int(config.file_reserved_time_hours),
-        delete_when=config.delete_when,
-        disk_max_used_space_ratio=config.disk_max_used_space_ratio,
-        store_host=ip_of(config.advertised_host or config.host),
-        store_port=config.advertised_port or config.broker_port,
-        message_delay_level=config.message_delay_level,  # recovery recomputes delivery times with the same levels
-    )
+#: request families imported on their first request ("module:processor class" in broker/handlers/): the
+#: administration requests (mqadmin, the admin client, the emulator's own) that producers and consumers never
+#: send, so that the broker starts accepting without importing them (README "Performance")
+DEFERRED_PROCESSORS = ("admin_broker:AdminBrokerProcessor", "broker_config:BrokerConfigProcessor",
+                       "broker_stats:BrokerStatsProcessor", "consumer_admin:ConsumerAdminProcessor",
+                       "offset_admin:OffsetAdminProcessor", "query_message:QueryMessageProcessor")
 
 
 class BrokerController:
-    def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None) -> None:
-        self.config = config
+    """One broker. `host`: the address to listen on (the process's); `vip_channel`: False keeps the VIP port
+    closed whatever the config says (a broker started again that had none the first time); `namesrv_addr`: the
+    name server's address, reported by getBrokerConfig."""
+
+    def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None, *, host: str = "127.0.0.1",
+                 vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "") -> None:
         self.routes = routes
-        root = Path(config.store_dir)
+        root = Path(config.store.store_path_root_dir)
         config_dir = root / "config"
-        #: getBrokerConfig / updateBrokerConfig; first: a previous run's updates apply before anything reads config
-        self.configuration = BrokerConfiguration(config, config_dir)
+        #: getBrokerConfig / updateBrokerConfig, and the holder of the current config (`self.config`); first: a
+        #: previous run's updates apply before anything reads the config
+        self.configuration = BrokerConfiguration(config, config_dir, namesrv_addr, lambda: self.listen_port)
         self.configuration.load_updates()
+        config = self.config
         self.store: MessageStore = None  # type: ignore[assignment]  # opened in start(), once the port is known
-        self.store_host_packed = pack_host(ip_of(config.advertised_host or config.host))
+        self.store_host_packed = pack_host(ip_of(config.broker_ip1))
         self.topic_config_manager = TopicConfigManager(
-            config_dir, broker_name=config.broker_name, cluster_name=config.cluster_name,
+            config_dir, broker_name=config.broker_name, cluster_name=config.broker_cluster_name,
             auto_create_topic_enable=config.auto_create_topic_enable,
             default_topic_queue_nums=config.default_topic_queue_nums)
         self.subscription_group_manager = SubscriptionGroupManager(
             config_dir, auto_create=config.auto_create_subscription_group)
         self.consumer_offset_manager = ConsumerOffsetManager(
-            config_dir, fsync=config.flush_disk_type.upper() == "SYNC_FLUSH")
-        self.consumer_manager = ConsumerManager(config.channel_expired_timeout_s)
-        self.producer_manager = ProducerManager(config.channel_expired_timeout_s)
+            config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)
+        self.consumer_manager = ConsumerManager(config.channel_expired_timeout_second)
+        self.producer_manager = ProducerManager(config.channel_expired_timeout_second)
         self.lock_manager = RebalanceLockManager()
         self.schedule_service = ScheduleMessageService(self, config_dir)
         self.broadcast_offsets = BroadcastOffsetManager(
-            self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_s)
+            self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second)
         self.broker2client = Broker2Client(self)
-        self.stats = BrokerStatsManager(config.cluster_name,
+        self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
+        self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
 
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
         table = DispatchTable(f"broker {config.broker_name}")
         for processor in (SendMessageProcessor(self), self.pull_processor, ConsumerManageProcessor(self),
-                          ClientManageProcessor(self), ConsumerSendBackProcessor(self), QueryMessageProcessor(self),
-                          AdminBrokerProcessor(self), OffsetAdminProcessor(self), ConsumerAdminProcessor(self),
-                          BrokerStatsProcessor(self), BrokerConfigProcessor(self)):
+                          ClientManageProcessor(self), ConsumerSendBackProcessor(self)):
             processor.register(table)
-        if config.offset_durability == "write-through":  # no offset write answered before it is durable
+        table.defer(self._register_deferred_processors)
+        if config.offset_durability is OffsetDurability.WRITE_THROUGH:  # no offset write answered before durable
             answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
         self.table = table
-        self.configuration.broker = self
-        self.server = RemotingServer(f"broker {config.broker_name}", table, config.host, config.broker_port)
+        self.configuration.on_change = self.config_changed
+        self.server = RemotingServer(f"broker {config.broker_name}", table, host, config.listen_port)
         self.server.on_connection_lost.append(self._channel_closed)
         self.vip_server: RemotingServer | None = None
-        if config.vip_channel_enabled and config.broker_port >= VIP_PORT_OFFSET:
+        if vip_channel and config.vip_channel_enabled and config.listen_port >= VIP_PORT_OFFSET:
             self.vip_server = RemotingServer(f"broker {config.broker_name} (vip)",
                                              table.without(RequestCode.PULL_MESSAGE, name="vip"),
-                                             config.host, config.broker_port - VIP_PORT_OFFSET)
+                                             host, config.listen_port - VIP_PORT_OFFSET)
             self.vip_server.on_connection_lost.append(self._channel_closed)
         self.topic_config_manager.on_change.append(self.register_with_namesrv)
         self.timers = PeriodicTasks()
         self._background: set[asyncio.Future[object]] = set()  # worker-thread writes under way
         self.started_at = 0.0
 
+    # -- configuration and run-time facts -----------------------------------------------------------
+    @property
+    def config(self) -> BrokerConfig:
+        """The current configuration (frozen; updateBrokerConfig swaps in a new one: read it on each use)."""
+        return self.configuration.config
+
+    @property
+    def listen_port(self) -> int:
+        """The port the broker listens on: the configured one, or the one bound when that was 0."""
+        return self.server.port or self.config.listen_port
+
+    @property
+    def broker_addr(self) -> str:
+        """The address clients are told to use (route data, offset msgIds)."""
+        return f"{self.config.broker_ip1}:{self.config.advertised_port or self.listen_port}"
+
+    def store_config(self) -> MessageStoreConfig:
+        """The store's settings with this broker's address written into its records (known once bound)."""
+        c = self.config
+        return replace(c.store, store_host=ip_of(c.broker_ip1), store_port=c.advertised_port or self.listen_port)
+
+    def config_changed(self, old: BrokerConfig, keys: list[str]) -> None:
+        """updateBrokerConfig swapped the config: the store takes its new settings, collaborators keeping their
+        own copy of a key are told."""
+        if self.store is not None and self.config.store != old.store:
+            self.store.reconfigure(self.store_config())
+        for key in keys:
+            hook = LIVE_HOOKS.get(key)
+            if hook is not None:
+                hook(self)
+
     # -- life cycle ---------------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, topics: Iterable[tuple[str, int]] = (), groups: Iterable[str] = ()) -> None:
+        """Bind, open the store, load, create the process's configured `topics` and `groups`, then serve."""
         await self.server.start(serving=False)
-        if self.config.broker_port == 0:  # an ephemeral port was asked for: advertise the real one
-            self.config.broker_port = self.server.port
+        if self.config.listen_port == 0:  # a free port was asked for (listen_port is the bound one): no VIP port
             self.vip_server = None
         if self.vip_server is not None:
             try:
@@ -136,20 +160,13 @@ class BrokerController:
                             self.vip_server.port, exc)
                 self.vip_server = None
         try:
-            os.makedirs(self.config.store_dir, exist_ok=True)
-            self.store = MessageStore(store_config_for(self.config))
-            self.store.start()
-            self._log_recovery()
+            self.open_store()
         except BaseException:
             await self.server.stop()
             if self.vip_server is not None:
                 await self.vip_server.stop()
             raise
-        self.topic_config_manager.load()
-        self.subscription_group_manager.load()
-        self._create_configured_topics_and_groups()
-        self.consumer_offset_manager.load()
-        self.schedule_service.load()
+        self.load(topics, groups)
         await self.server.start_serving()
         if self.vip_server is not None:
             await self.vip_server.start_serving()
@@ -157,25 +174,42 @@ class BrokerController:
         await self.schedule_service.start()
         every = self.timers.every
         every(0.1, self._flush)
-        every(lambda: self.config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets)  # updatable
-        every(min(10.0, self.config.channel_expired_timeout_s / 4), self._scan_channels)
+        every(lambda: self.config.flush_consumer_offset_interval / 1000, self._persist_offsets)  # updatable
+        every(min(10.0, self.config.channel_expired_timeout_second / 4), self._scan_channels)
         every(10.0, self._clean_files)
         every(self.broadcast_offsets.scan_interval_s, self.broadcast_offsets.scan)
         every(30.0, self._register_periodically)
         self.stats.start(every)
         self.started_at = time.time()
 
-    def _create_configured_topics_and_groups(self) -> None:
+    def open_store(self) -> None:
+        """Open the message store (recovering it after a crash); start() does it once the port is bound."""
+        os.makedirs(self.config.store.store_path_root_dir, exist_ok=True)
+        self.store = MessageStore(self.store_config())
+        self.store.start()
+        self._log_recovery()
+
+    def load(self, topics: Iterable[tuple[str, int]] = (), groups: Iterable[str] = ()) -> None:
+        """After open_store: read the topic, group, offset and delay-level files and create `topics` and `groups`.
+        The broker then answers requests, with or without a socket (testing/broker_harness.py runs its handlers
+        so, never calling start())."""
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.create_topics_and_groups(topics, groups)
+        self.consumer_offset_manager.load()
+        self.schedule_service.load()
+
+    def create_topics_and_groups(self, topics: Iterable[tuple[str, int]], groups: Iterable[str]) -> None:
         """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue
         count, before the first client connects."""
         tcm = self.topic_config_manager
-        for name, queues in self.config.topics:
+        for name, queues in topics:
             tc = tcm.get(name)
             if tc is None or tc.read_queue_nums != queues or tc.write_queue_nums != queues:
                 tcm.update(TopicConfig(topic_name=name, read_queue_nums=queues, write_queue_nums=queues,
                                        perm=PERM_READ | PERM_WRITE))
         sgm = self.subscription_group_manager
-        for group in self.config.groups:
+        for group in groups:
             if group not in sgm.table:
                 sgm.update(SubscriptionGroupConfig(group_name=group))
                 log.info("consumer group %s created (configured at start)", group)
@@ -201,8 +235,13 @@ class BrokerController:
 
     def unregister_from_namesrv(self) -> None:
         if self.routes is not None:
-            self.routes.unregister_broker(self.config.cluster_name, self.config.broker_name,
-                                          self.config.broker_addr, 0)
+            self.routes.unregister_broker(self.config.broker_cluster_name, self.config.broker_name, self.broker_addr, 0)
+
+    def _register_deferred_processors(self, table: DispatchTable) -> None:
+        for entry in DEFERRED_PROCESSORS:
+            module, _, name = entry.partition(":")
+            processor = getattr(importlib.import_module(f".handlers.{module}", __package__), name)
+            processor(self).register(table)
 
     def _log_recovery(self) -> None:
         """One line after an abnormal stop (kill -9, crash, power loss): what recovery found and kept."""
@@ -272,7 +311,7 @@ class BrokerController:
         topics = w.topic_config_table
         if self.config.broker_permission != PERM_READ | PERM_WRITE:  # brokerPermission set: routes carry it
             topics = {n: msgspec.structs.replace(tc, perm=registered_perm(self.config, tc.perm)) for n, tc in topics.items()}
-        self.routes.register_broker(self.config.cluster_name, self.config.broker_name, self.config.broker_addr, 0,
+        self.routes.register_broker(self.config.broker_cluster_name, self.config.broker_name, self.broker_addr, 0,
                                     topics, w.data_version)
 
     def _channel_closed(self, conn: RemotingConnection) -> None:
@@ -295,6 +334,3 @@ class BrokerController:
         self.topic_config_manager.delete(topic)
         self.store.delete_topics({topic})
         self.consumer_offset_manager.remove_topic(topic)
-
-    def runtime_info(self) -> dict[str, str]:
-        return runtime_info(self)

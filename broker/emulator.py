@@ -10,45 +10,52 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
-from rocketmq_emulator.protocol.trace import TraceFilter
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
-from .config import BROKER_PORT_STEP, WILDCARD_HOSTS, BrokerConfig, resolve_advertised_host
+from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig
+from .settings import rooted_at
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
-from .trace import Tracer
 from .namesrv import NameServer
+
+if TYPE_CHECKING:
+    from .trace import Tracer
 
 log = logging.getLogger("rocketmq_emulator")
 
 
 class Emulator:
-    """A name server plus `config.brokers` brokers (broker-a, broker-b, ...; more: pass `extra_brokers`).
+    """A name server plus the brokers of `config.brokers` (broker-a, broker-b, ...; more: pass `extra_brokers`).
 
     `stop_broker(name)` / `start_broker(name)` take one away and bring it back (also as the emulator requests
-    STOP_BROKER / START_BROKER on the name-server port, `admin stopBroker` / `startBroker`)."""
+    STOP_BROKER / START_BROKER on the name-server port, `admin stopBroker` / `startBroker`). `config` is read,
+    never written: with `ephemeral`, the temporary store is `store_root` here, and the brokers' configs are
+    rebuilt under it."""
 
-    def __init__(self, config: BrokerConfig, extra_brokers: list[BrokerConfig] | None = None) -> None:
+    def __init__(self, config: EmulatorConfig, extra_brokers: list[BrokerConfig] | None = None) -> None:
         self.config = config
         self.tracer: Tracer | None = None
         if config.wire_trace is not None:  # first: a trace file that cannot be opened leaves nothing behind
+            from rocketmq_emulator.protocol.trace import TraceFilter  # the wire trace's modules: only when it is on
+
+            from .trace import Tracer
             try:
                 self.tracer = Tracer.open(config.wire_trace, fmt=config.wire_trace_format, trace_filter=TraceFilter(
                     config.wire_trace_codes, config.wire_trace_group, config.wire_trace_topic))
             except OSError as exc:
                 raise OSError(f"cannot open the trace file {config.wire_trace!r}: {exc.strerror or exc}") from None
-        self._tmpdir: str | None = None
+        #: the store directory of the first broker (the temporary one with `ephemeral`, removed at stop)
+        self.store_root = config.broker.store.store_path_root_dir
+        configs = config.brokers
         if config.ephemeral:
-            self._tmpdir = tempfile.mkdtemp(prefix="rocketmq-emulator-")
-            config.store_dir = self._tmpdir
-        extra = [broker_config(config, i) for i in range(1, config.brokers)] + list(extra_brokers or [])
-        self.namesrv = NameServer(config.host, config.namesrv_port, Path(config.store_dir) / "namesrv")
-        for c in [config, *extra]:
-            resolve_advertised_host(c)
-        self.brokers = [BrokerController(c, self.namesrv.routes) for c in [config, *extra]]
+            self.store_root = tempfile.mkdtemp(prefix="rocketmq-emulator-")
+            configs = rooted_at(config, self.store_root)
+        self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
+        self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
         self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
@@ -58,6 +65,10 @@ class Emulator:
         if self.tracer is not None:
             for server in self.servers():
                 server.tracer = self.tracer
+
+    def _broker(self, config: BrokerConfig, vip_channel: bool = True) -> BrokerController:
+        return BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
+                                namesrv_addr=lambda: self.namesrv_addr)
 
     def servers(self) -> list[RemotingServer]:
         """Every listening port: the name server's, then each broker's (and its VIP port)."""
@@ -76,7 +87,7 @@ class Emulator:
             self.tracer.start()
         await self.namesrv.start()
         for b in self.brokers:
-            await b.start()
+            await b.start(self.config.topics, self.config.groups)
         self._watch_task = asyncio.get_running_loop().create_task(self._watch_descriptors())
 
     async def _watch_descriptors(self) -> None:
@@ -97,8 +108,8 @@ class Emulator:
         await self.namesrv.stop()
         if self.tracer is not None:
             self.tracer.stop()
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        if self.config.ephemeral:
+            shutil.rmtree(self.store_root, ignore_errors=True)
 
     # -- one broker away and back -------------------------------------------------------------------
     def find_broker(self, name: str) -> BrokerController:
@@ -134,15 +145,15 @@ class Emulator:
         handle = self._route_drops.pop(name, None)
         if handle is not None:
             handle.cancel()
-        if old.vip_server is None:  # no VIP port the first time (port 0, or taken): none now either
-            old.config.vip_channel_enabled = False
-        broker = BrokerController(old.config, self.namesrv.routes)
+        # the same port: the one bound the first time (also when 0 was asked for); no VIP port if it had none
+        config = replace(old.config, listen_port=old.listen_port)
+        broker = self._broker(config, vip_channel=old.vip_server is not None)
         for server in _broker_servers(broker):
             server.tracer = self.tracer
-        await broker.start()
+        await broker.start(self.config.topics, self.config.groups)
         self.brokers[self.brokers.index(old)] = broker
         self.stopped.discard(name)
-        log.info("%s started again on %s", name, broker.config.broker_addr)
+        log.info("%s started again on %s", name, broker.broker_addr)
 
     async def _stop_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
@@ -162,43 +173,27 @@ class Emulator:
         await self.stop()
 
     def ready_line(self) -> str:
-        brokers = ", ".join(f"{b.config.broker_name}@{b.config.broker_addr}" for b in self.brokers)
-        store = "ephemeral" if self.config.ephemeral else self.config.store_dir
+        brokers = ", ".join(f"{b.config.broker_name}@{b.broker_addr}" for b in self.brokers)
+        store = "ephemeral" if self.config.ephemeral else self.store_root
         namesrv = self.namesrv_addr
         if self.config.host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
-            namesrv = f"{self.config.advertised_host or '127.0.0.1'}:{self.namesrv.port}"
+            namesrv = f"{self.config.broker.broker_ip1}:{self.namesrv.port}"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}, "
-                f"cluster {self.config.cluster_name}, store {store}")
+                f"cluster {self.config.broker.broker_cluster_name}, store {store}")
 
 
 def _broker_servers(broker: BrokerController) -> list[RemotingServer]:
     return [broker.server] + ([broker.vip_server] if broker.vip_server is not None else [])
 
 
-def broker_config(config: BrokerConfig, index: int) -> BrokerConfig:
-    """The config of broker number `index` (0 is `config` itself) of `serve --brokers N`: named broker-b,
-    broker-c, ... (or NAME-2, NAME-3, ... when the first is not called broker-a), on `--broker-port` + 10 ×
-    index (its VIP port 2 below; 10 apart as in RocketMQ's own examples, so that no broker's VIP port is
-    another's port), an advertised port moved the same way, and its own store directory (inside the
-    temporary one when ephemeral)."""
-    base = config.broker_name
-    name = f"{base[:-1]}{chr(ord('a') + index)}" if base.endswith("-a") else f"{base}-{index + 1}"
-    cfg = second_broker(config, name, BROKER_PORT_STEP * index)
-    if config.advertised_port:
-        cfg.advertised_port = config.advertised_port + BROKER_PORT_STEP * index
-    if config.ephemeral:
-        cfg.store_dir = f"{config.store_dir.rstrip('/')}/{name}"
-    return cfg
-
-
 def second_broker(config: BrokerConfig, name: str = "broker-b", port_offset: int = 100) -> BrokerConfig:
     """A config for another broker in the same process and cluster (own port and store directory)."""
-    return replace(config, broker_name=name, broker_port=config.broker_port + port_offset if config.broker_port else 0,
-                   advertised_port=None, store_dir=f"{config.store_dir.rstrip('/')}-{name}", ephemeral=False,
-                   unknown_keys=[])
+    root = config.store.store_path_root_dir.rstrip("/")
+    return replace(config, broker_name=name, listen_port=config.listen_port + port_offset if config.listen_port else 0,
+                   advertised_port=None, store=replace(config.store, store_path_root_dir=f"{root}-{name}"))
 
 
-async def serve(config: BrokerConfig, started: float | None = None) -> None:
+async def serve(config: EmulatorConfig, started: float | None = None) -> None:
     """Run until SIGTERM/SIGINT. `started` (`time.perf_counter()` clock): when the process started, for the
     ready line's "started in" figure (default: now)."""
     started = time.perf_counter() if started is None else started

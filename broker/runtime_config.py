@@ -24,27 +24,21 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rocketmq_emulator.protocol import BrokerError, PermName, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion
 
-from .config import CONF_KEYS, OFFSET_DURABILITY, BrokerConfig, parse_properties
+from .config import BrokerConfig, parse_properties
 from .config_file import write_config_file
 from .config_keys import (BROKER_ALWAYS_BLACKLISTED, BROKER_KEYS, NAMESRV_ALWAYS_BLACKLISTED, NAMESRV_KEYS,
                           value_problem)
+from .settings import SETTINGS, SettingError, current, parse_value, text_of, updated
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.config")
 
 UPDATED_MARK = "#updated at run time: "
-
-#: keys of this emulator (not 4.9.8's) and their kinds; "choice:a|b" lists the allowed values
-EMULATOR_KEYS: dict[str, str] = {
-    "newGroupOffset": "choice:legacy|strict", "offsetDurability": "choice:" + "|".join(OFFSET_DURABILITY),
-    "useServerSideResetOffset": "bool", "enableBroadcastOffsetStore": "bool", "broadcastOffsetExpireSecond": "double",
-    "vipChannelEnabled": "bool",
-}
 
 #: take effect at once
 LIVE = ("autoCreateTopicEnable", "autoCreateSubscriptionGroup", "brokerPermission", "flushConsumerOffsetInterval",
@@ -59,32 +53,32 @@ NEXT_START = ("brokerName", "brokerClusterName", "listenPort", "brokerIP1", "sto
 UNCHANGEABLE = ("flushDiskType", "brokerRole")
 
 
+#: the kind of a key this emulator models: its value goes through the settings' parser (broker/settings.py)
+SETTING = "setting"
+
+
 def _kind(key: str) -> str | None:
+    if key in SETTINGS and SETTINGS[key].scope != "process":
+        return SETTING
     if key in BROKER_KEYS:
         return BROKER_KEYS[key][0]
-    if key in EMULATOR_KEYS:
-        return EMULATOR_KEYS[key]
-    return {"brokerName": "str", "brokerClusterName": "str", "listenPort": "int", "brokerIP1": "str",
-            "brokerIP2": "str", "storePathRootDir": "str", "haListenPort": "int", "namesrvAddr": "str"}.get(key)
+    return {"brokerIP2": "str", "haListenPort": "int", "namesrvAddr": "str"}.get(key)
 
 
 def check_value(key: str, kind: str, text: str) -> None:
-    if kind.startswith("choice:"):
-        allowed = kind[len("choice:"):].split("|")
-        problem = None if text.strip() in allowed else f"{text!r} is not one of {', '.join(allowed)}"
+    """A modelled key's value through the one parser, a key only reported as 4.9.8 types it."""
+    if kind == SETTING:
+        try:
+            parse_value(key, text)
+            return
+        except SettingError as exc:
+            problem = str(exc)
     else:
-        problem = value_problem(kind, text)
-    if problem is not None:
-        raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                          f"invalid value for {key}: {problem}; nothing of this update was applied")
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+        why = value_problem(kind, text)
+        if why is None:
+            return
+        problem = f"invalid value for {key}: {why}"
+    raise BrokerError(ResponseCode.SYSTEM_ERROR, f"{problem}; nothing of this update was applied")
 
 
 class RuntimeConfiguration:
@@ -141,20 +135,21 @@ class RuntimeConfiguration:
                 continue
             check_value(key, kind, text)
             known[key] = text.strip()
-        for key, text in known.items():
-            if key in UNCHANGEABLE:
-                log.warning("config update: %s cannot change at run time (4.9.8 keeps it too)", key)
-                continue
-            self.apply(key, text)
-            if key not in self.updated:
-                self.updated.append(key)
+        accepted = list(known)
+        for key in [k for k in known if k in UNCHANGEABLE]:
+            log.warning("config update: %s cannot change at run time (4.9.8 keeps it too)", key)
+            del known[key]
+        self.apply(known)
+        self.updated.extend(k for k in known if k not in self.updated)
         self.data_version = self.data_version.next_version()
         self.persist()
-        return list(known)
+        return accepted
 
-    def apply(self, key: str, text: str) -> None:
-        if not self.set_running(key, text):
-            self.stored[key] = text
+    def apply(self, values: dict[str, str]) -> None:
+        """Checked values: the modelled ones set (`set_running`), the others stored and reported."""
+        for key, text in values.items():
+            if not self.set_running(key, text):
+                self.stored[key] = text
 
     def persist(self) -> None:
         header = f"{UPDATED_MARK}{','.join(self.updated)}\n" if self.updated else ""
@@ -173,9 +168,10 @@ class RuntimeConfiguration:
         if not first.startswith(UPDATED_MARK):
             return
         props = parse_properties(text)
-        for key in filter(None, first[len(UPDATED_MARK):].split(",")):
-            kind = self.kind(key.strip())
-            value = props.get(key.strip())
+        restored: dict[str, str] = {}
+        for key in (k.strip() for k in first[len(UPDATED_MARK):].split(",")):
+            kind = self.kind(key)
+            value = props.get(key)
             if kind is None or value is None:
                 continue
             try:
@@ -183,8 +179,9 @@ class RuntimeConfiguration:
             except BrokerError as exc:
                 log.warning("%s: %s", self.path, exc.remark)
                 continue
-            self.apply(key, value)
-            self.updated.append(key)
+            restored[key] = value
+        self.apply(restored)
+        self.updated.extend(restored)
         if self.updated:
             log.info("%s: restored run-time config changes of %s", self.path, ", ".join(self.updated))
 
@@ -192,15 +189,19 @@ class RuntimeConfiguration:
 # --------------------------------------------------------------------------------------------------
 # the broker
 # --------------------------------------------------------------------------------------------------
-#: RocketMQ key -> BrokerConfig attribute (CONF_KEYS without its aliases and its accepted-and-ignored keys)
-_ATTRS: dict[str, str] = {key: attr for key, attr in CONF_KEYS.items() if attr and not key.startswith("maped")}
-
-
 class BrokerConfiguration(RuntimeConfiguration):
-    def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
+    """Holds the broker's current config (`BrokerController.config` reads it here: one holder, no stale copies);
+    an update of modelled keys builds a new frozen config through the settings' parser and swaps it here."""
+
+    def __init__(self, config: BrokerConfig, config_dir: Path, namesrv_addr: Callable[[], str] = lambda: "",
+                 listen_port: Callable[[], int] | None = None) -> None:
         super().__init__(config_dir / "broker.properties", BROKER_ALWAYS_BLACKLISTED)
         self.config = config
-        self.broker: BrokerController | None = None  # set once the broker is built: LIVE hooks need it
+        self.namesrv_addr = namesrv_addr
+        self.listen_port = listen_port or (lambda: self.config.listen_port)
+        #: set once the broker is built (`BrokerController.config_changed`): from then on only LIVE keys apply,
+        #: and each update is passed to it
+        self.on_change: Callable[[BrokerConfig, list[str]], None] | None = None
 
     def kind(self, key: str) -> str | None:
         return _kind(key)
@@ -211,48 +212,38 @@ class BrokerConfiguration(RuntimeConfiguration):
     def running(self) -> dict[str, str]:
         c = self.config
         props = {k: default for k, (_, default) in BROKER_KEYS.items()}
-        ip = c.advertised_host or c.host
-        props.update(brokerName=c.broker_name, brokerClusterName=c.cluster_name, brokerIP1=ip, brokerIP2=ip,
-                     namesrvAddr=c.namesrv_addr, listenPort=str(c.broker_port), haListenPort=str(c.broker_port + 1),
-                     storePathRootDir=str(Path(c.store_dir).resolve()))
-        for key, attr in _ATTRS.items():
-            value = getattr(c, attr)
-            if value is None:
-                continue
-            props[key] = str(value * 20) if key == "mappedFileSizeConsumeQueue" else _text(value)
-        props["flushDiskType"] = c.flush_disk_type.upper()
+        for key, s in SETTINGS.items():
+            value = None if s.scope == "process" else current(c, key)
+            if value is not None:
+                props[key] = text_of(value)
+        port = self.listen_port()
+        props.update(brokerIP2=c.broker_ip1, namesrvAddr=self.namesrv_addr(), listenPort=str(port),
+                     haListenPort=str(port + 1), storePathRootDir=str(Path(c.store.store_path_root_dir).resolve()))
         return props
 
-    def set_running(self, key: str, text: str) -> bool:
-        if key not in _ATTRS or key not in LIVE and self.broker is not None:
-            return False  # reported now (stored), used from the next start
-        attr = _ATTRS[key]
-        current = getattr(self.config, attr)
-        value: object = text
-        if key == "mappedFileSizeConsumeQueue":
-            value = max(1, int(text) // 20)  # bytes in RocketMQ, 20-byte units here
-        elif isinstance(current, bool):
-            value = text.lower() == "true"
-        elif isinstance(current, int):
-            value = int(text)
-        elif isinstance(current, float):
-            value = float(text)
-        setattr(self.config, attr, value)
-        self.stored.pop(key, None)
-        if self.broker is not None:
-            _LIVE_HOOKS.get(key, lambda b: None)(self.broker)
-        return True
+    def apply(self, values: dict[str, str]) -> None:
+        """Before the broker is built (a previous run's updates) every modelled key applies; afterwards LIVE ones
+        do, NEXT_START ones are stored and reported, used from the next start."""
+        now = {k: v for k, v in values.items() if _kind(k) == SETTING and (k in LIVE or self.on_change is None)}
+        self.stored.update((k, v) for k, v in values.items() if k not in now)
+        if not now:
+            return
+        old, self.config = self.config, updated(self.config, now)
+        for key in now:
+            self.stored.pop(key, None)
+        if self.on_change is not None:
+            self.on_change(old, list(now))
 
 
-def _set_auto_create_topic(b: BrokerController) -> None:
+def _set_auto_create_topic(b: BrokerState) -> None:
     b.topic_config_manager.auto_create_topic_enable = b.config.auto_create_topic_enable
 
 
-def _set_auto_create_group(b: BrokerController) -> None:
+def _set_auto_create_group(b: BrokerState) -> None:
     b.subscription_group_manager.auto_create = b.config.auto_create_subscription_group
 
 
-def _set_broker_permission(b: BrokerController) -> None:
+def _set_broker_permission(b: BrokerState) -> None:
     """4.9.8: the next registration carries the broker's permission as every topic's perm (when it lacks read
     or write), under a new data version so that the name server takes it."""
     tcm = b.topic_config_manager
@@ -260,38 +251,19 @@ def _set_broker_permission(b: BrokerController) -> None:
     b.register_with_namesrv()
 
 
-def _set_store(attr: str, value: Callable[[BrokerConfig], object]) -> Callable[[BrokerController], None]:
-    def hook(b: BrokerController) -> None:
-        setattr(b.store.config, attr, value(b.config))
-    return hook
+def _set_broadcast_expiry(b: BrokerState) -> None:
+    b.broadcast_offsets.expire_s = b.config.broadcast_offset_expire_second
 
 
-def _set_max_message_size(b: BrokerController) -> None:
-    size = b.config.max_message_size
-    b.store.config.max_message_size = size
-    b.store.commitlog.max_message_size = size
-    for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        processor = getattr(b.table.get(code), "__self__", None)
-        if hasattr(processor, "_max_message_size"):  # the send processor keeps a copy for its fast path
-            processor._max_message_size = size  # type: ignore[union-attr]
-
-
-def _set_broadcast_expiry(b: BrokerController) -> None:
-    b.broadcast_offsets.expire_s = b.config.broadcast_offset_expire_s
-
-
-_LIVE_HOOKS: dict[str, Callable[[BrokerController], None]] = {
+#: what a LIVE key's change tells the broker's collaborators that keep their own copy; the store is given its
+#: new config by `BrokerController.config_changed`; every other LIVE key is read from `broker.config` on each use
+#: (flushConsumerOffsetInterval: the offset timer; longPollingEnable, shortPollingTimeMills,
+#: notifyConsumerIdsChangedEnable, newGroupOffset, useServerSideResetOffset, enableBroadcastOffsetStore)
+LIVE_HOOKS: dict[str, Callable[[BrokerState], None]] = {
     "autoCreateTopicEnable": _set_auto_create_topic,
     "autoCreateSubscriptionGroup": _set_auto_create_group,
     "brokerPermission": _set_broker_permission,
-    "maxMessageSize": _set_max_message_size,
-    "fileReservedTime": _set_store("file_reserved_time", lambda c: int(c.file_reserved_time_hours)),
-    "deleteWhen": _set_store("delete_when", lambda c: c.delete_when),
-    "diskMaxUsedSpaceRatio": _set_store("disk_max_used_space_ratio", lambda c: c.disk_max_used_space_ratio),
-    "flushIntervalCommitLog": _set_store("flush_interval_commit_log", lambda c: c.flush_interval_commitlog_ms),
     "broadcastOffsetExpireSecond": _set_broadcast_expiry,
-    # read on each use: flushConsumerOffsetInterval (the offset timer), longPollingEnable, shortPollingTimeMills,
-    # notifyConsumerIdsChangedEnable, newGroupOffset, useServerSideResetOffset, enableBroadcastOffsetStore
 }
 
 
@@ -326,7 +298,7 @@ class NamesrvConfiguration(RuntimeConfiguration):
         if self.config_dir is not None:
             props["kvConfigPath"] = str((self.config_dir / "kvConfig.json").resolve())
             props["configStorePath"] = str(self.path.resolve())
-        props["orderMessageEnable"] = _text(self.order_message_enable)
+        props["orderMessageEnable"] = text_of(self.order_message_enable)
         props["listenPort"] = str(self.port())
         return props
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.config import BrokerConfig
-from rocketmq_emulator.broker.controller import store_config_for
+from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.protocol.topics import (DEFAULT_MESSAGE_DELAY_LEVEL, dlq_topic, parse_delay_levels, retry_topic,
                                                topic_problem)
 from rocketmq_emulator.store.config import MessageStoreConfig
@@ -19,10 +18,10 @@ def test_delay_levels():
         parse_delay_levels("1s 5x")
 
 
-def test_the_store_gets_the_brokers_delay_levels():
-    assert MessageStoreConfig().message_delay_level == BrokerConfig().message_delay_level
+def test_the_delay_levels_are_a_store_setting_the_broker_reads():
+    assert MessageStoreConfig().message_delay_level == emulator_config().broker.store.message_delay_level
     custom = "1s 1s 2s"
-    assert store_config_for(BrokerConfig(message_delay_level=custom)).message_delay_level == custom
+    assert emulator_config(messageDelayLevel=custom).broker.store.message_delay_level == custom
 
 
 def test_names():

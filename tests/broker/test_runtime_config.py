@@ -7,17 +7,19 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig, parse_properties
+from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.broker.runtime_config import BrokerConfiguration, NamesrvConfiguration
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 
 
 def config(tmp_path, **kw) -> BrokerConfig:
-    return BrokerConfig(store_dir=str(tmp_path / "store"), broker_port=20911, namesrv_port=20876, **kw)
+    return emulator_config(store_path_root_dir=str(tmp_path / "store"), listen_port=20911, **kw).broker
 
 
 def test_properties_text_has_every_key_with_the_running_value(tmp_path):
-    cfg = config(tmp_path, auto_create_topic_enable=False, flush_consumer_offset_interval_ms=250)
-    props = parse_properties(BrokerConfiguration(cfg, tmp_path / "config").properties_text())
+    cfg = config(tmp_path, auto_create_topic_enable=False, flush_consumer_offset_interval=250)
+    conf = BrokerConfiguration(cfg, tmp_path / "config", namesrv_addr=lambda: "127.0.0.1:20876")
+    props = parse_properties(conf.properties_text())
     assert props["brokerName"] == "broker-a" and props["listenPort"] == "20911" and props["haListenPort"] == "20912"
     assert props["namesrvAddr"] == "127.0.0.1:20876"
     assert props["autoCreateTopicEnable"] == "false" and props["flushConsumerOffsetInterval"] == "250"
@@ -35,7 +37,7 @@ def test_an_update_applies_all_of_its_keys_or_none(tmp_path):
     assert bad.value.code == ResponseCode.SYSTEM_ERROR
     assert bad.value.remark == ("invalid value for defaultTopicQueueNums: 'abc' is not an int; nothing of this "
                                 "update was applied")
-    assert cfg.auto_create_topic_enable is True and not conf.path.exists()
+    assert conf.config is cfg and not conf.path.exists()
     for body, problem in ((b"brokerPermission=99999999999", "out of range for an int"),
                           (b"longPollingEnable=yes", "'yes' is not true or false"),
                           (b"newGroupOffset=latest", "'latest' is not one of legacy, strict")):
@@ -47,7 +49,8 @@ def test_an_update_applies_all_of_its_keys_or_none(tmp_path):
     assert black.value.remark == "Can not update config in black list."
 
     assert conf.update(b"noSuchKey=1\nautoCreateTopicEnable=false\n") == ["autoCreateTopicEnable"]
-    assert cfg.auto_create_topic_enable is False and "noSuchKey" not in conf.properties()
+    assert conf.config.auto_create_topic_enable is False and "noSuchKey" not in conf.properties()
+    assert cfg.auto_create_topic_enable is True  # configs are frozen: the update swapped in a new one
     assert conf.data_version.counter == 1
 
 
@@ -64,9 +67,9 @@ def test_updated_keys_come_back_at_the_next_start_and_nothing_else(tmp_path):
     cfg = config(tmp_path, delete_when="02", broker_name="broker-z")
     again = BrokerConfiguration(cfg, tmp_path / "config")
     again.load_updates()
-    assert cfg.auto_create_topic_enable is False
+    assert again.config.auto_create_topic_enable is False
     assert again.properties()["sendMessageThreadPoolNums"] == "7"
-    assert cfg.delete_when == "02" and cfg.broker_name == "broker-z"
+    assert again.config.store.delete_when == "02" and again.config.broker_name == "broker-z"
 
 
 def test_name_server_order_message_enable(tmp_path):

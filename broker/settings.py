@@ -1,0 +1,348 @@
+"""The one parser of the emulator's settings: `SETTINGS`, keyed by RocketMQ's (Java) key names.
+
+Each setting has one name, its Java key (`listenPort`, `flushDiskType`, `mappedFileSizeConsumeQueue` in bytes,
+as Java has it); the field it sets is the snake_case of that key (`listen_port`), on the process config, the
+broker's config or its store config (broker/config.py). Settings of this emulator's own have keys in the same
+style (`namesrvPort`, `newGroupOffset`, `wireTraceFormat`, ...).
+
+Every source becomes a mapping of key -> text or value and goes through `parse_value`: serve's flags and the
+`ROCKETMQ_EMULATOR_*` variables (cli/serve.py), a `broker.conf` (`read_broker_conf`), updateBrokerConfig at run
+time (broker/runtime_config.py, through `updated`), and Python code (`emulator_config(listen_port=0, ...)`,
+which also takes the snake_case field names). A bad value raises `SettingError`, one line naming the key; enums
+become enum members here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from rocketmq_emulator.protocol.topics import parse_delay_levels
+from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
+
+from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, EmulatorConfig, LogLevel, NewGroupOffset,
+                     OffsetDurability, TraceFormat, parse_group_list, parse_properties, parse_topic_list,
+                     resolve_broker_ip1)
+from .config_keys import value_problem
+
+
+class SettingError(ValueError):
+    """A value a setting cannot take: `invalid value for <key>: <why>`."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"invalid value for {key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+class _Problem(Exception):
+    pass
+
+
+Parse = Callable[[Any], Any]
+
+
+def _number(java: str, low: int, high: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, str):
+            problem = value_problem(java, value)  # Java's own rule for the type: 'abc' is not an int
+            if problem is not None:
+                raise _Problem(problem)
+            number = int(value.strip())
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise _Problem(f"{value!r} is not a{'n' if java == 'int' else ''} {java}")
+        if not low <= number <= high:
+            raise _Problem(f"{number} is out of range ({low} to {high})")
+        return number
+    return parse
+
+
+def _double(value: Any) -> float:
+    if isinstance(value, str):
+        problem = value_problem("double", value)
+        if problem is not None:
+            raise _Problem(problem)
+        value = float(value)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Problem(f"{value!r} is not a number")
+    if not 0 < value < float("inf"):
+        raise _Problem(f"{value} is not a positive number")
+    return float(value)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value_problem("bool", value) is None:
+        return value.strip().lower() == "true"
+    raise _Problem(f"{value!r} is not true or false")
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, (str, Path)):
+        raise _Problem(f"{value!r} is not text")
+    return str(value).strip()
+
+
+def _optional(parse: Parse) -> Parse:
+    """None (or empty text) leaves the setting unset."""
+    return lambda value: None if value is None or value == "" else parse(value)
+
+
+def _enum(cls: type[enum.Enum]) -> Parse:
+    by_text = {m.value.lower(): m for m in cls}
+
+    def parse(value: Any) -> enum.Enum:
+        if isinstance(value, cls):
+            return value
+        member = by_text.get(str(value).strip().lower()) if isinstance(value, str) else None
+        if member is None:
+            raise _Problem(f"{value!r} is not one of {', '.join(m.value for m in cls)}")
+        return member
+    return parse
+
+
+def _topics(value: Any) -> tuple[tuple[str, int], ...]:
+    """`orders:8,payments` or, from code, [("orders", 8), ...]: checked by the one topic-list rule."""
+    text = value if isinstance(value, str) else ",".join(f"{name}:{queues}" for name, queues in value)
+    try:
+        return tuple(parse_topic_list(text))
+    except ValueError as exc:
+        raise _Problem(str(exc)) from None
+
+
+def _groups(value: Any) -> tuple[str, ...]:
+    try:
+        return tuple(parse_group_list(value if isinstance(value, str) else ",".join(value)))
+    except ValueError as exc:
+        raise _Problem(str(exc)) from None
+
+
+def _codes(value: Any) -> frozenset[int] | None:
+    if value is None or isinstance(value, frozenset):
+        return value
+    from rocketmq_emulator.protocol.trace import parse_codes  # the trace's code names: only when given
+    try:
+        return parse_codes(value) if isinstance(value, str) else frozenset(int(c) for c in value)
+    except (ValueError, TypeError) as exc:
+        raise _Problem(str(exc)) from None
+
+
+def _consume_queue_size(value: Any) -> int:
+    """Bytes, rounded up to whole 20-byte units as 4.9.8's getMappedFileSizeConsumeQueue does."""
+    size = _number("int", 20, _INT32)(value)
+    return -(-size // 20) * 20
+
+
+def _delay_levels(value: Any) -> str:
+    text = " ".join(_str(value).split())
+    try:
+        if not parse_delay_levels(text):
+            raise ValueError("no level given")
+    except ValueError as exc:
+        raise _Problem(str(exc)) from None
+    return text
+
+
+_INT32 = 2**31 - 1
+_PORT = _number("int", 0, 65535)
+_INT = _number("int", -2**31, _INT32)
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: str  # the Java key (or this emulator's, in the same style)
+    scope: str  # "process", "broker" or "store": which config holds it
+    parse: Parse
+
+    @property
+    def name(self) -> str:
+        """The field it sets: the snake_case of the key (`brokerIP1` -> `broker_ip1`)."""
+        return _snake(self.key)
+
+
+def _snake(key: str) -> str:
+    out = "".join("_" + c.lower() if c.isupper() else c for c in key)
+    return out.replace("i_p1", "ip1")
+
+
+#: the process's settings (this emulator's own): key -> parser
+_PROCESS: dict[str, Parse] = {
+    "host": _str, "namesrvPort": _PORT, "brokers": _number("int", 1, 26), "ephemeral": _bool,
+    "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
+    "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
+    "topics": _topics, "groups": _groups}
+#: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
+_BROKER: dict[str, Parse] = {
+    "brokerName": _str, "brokerClusterName": _str, "listenPort": _PORT, "brokerIP1": _optional(_str),
+    "advertisedPort": _optional(_PORT), "vipChannelEnabled": _bool, "autoCreateTopicEnable": _bool,
+    "autoCreateSubscriptionGroup": _bool, "brokerPermission": _number("int", 0, 7),
+    "defaultTopicQueueNums": _number("int", 1, 1024), "longPollingEnable": _bool,
+    "shortPollingTimeMills": _number("long", 0, 2**63 - 1), "notifyConsumerIdsChangedEnable": _bool,
+    "flushConsumerOffsetInterval": _number("int", 1, _INT32), "regionId": _str, "traceOn": _bool,
+    "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
+    "useServerSideResetOffset": _bool, "enableBroadcastOffsetStore": _bool, "broadcastOffsetExpireSecond": _double,
+    "channelExpiredTimeoutSecond": _double}
+#: its store's (Java's MessageStoreConfig)
+_STORE: dict[str, Parse] = {
+    "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),
+    "mappedFileSizeConsumeQueue": _consume_queue_size, "maxMessageSize": _number("int", 1, _INT32),
+    "flushDiskType": _enum(FlushDiskType), "flushIntervalCommitLog": _number("int", 1, _INT32),
+    "fileReservedTime": _number("int", 0, _INT32), "deleteWhen": _str,
+    "diskMaxUsedSpaceRatio": _number("int", 10, 95), "messageDelayLevel": _delay_levels, "messageIndexEnable": _bool, "totalPhysicalMemorySize": _optional(_INT)}
+
+#: every setting: Java key -> Setting (broker.conf, updateBrokerConfig and code all name settings by these keys)
+SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table in (
+    ("process", _PROCESS), ("broker", _BROKER), ("store", _STORE)) for key, parse in table.items()}
+
+#: broker.conf spellings of older releases -> the key
+ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}
+#: broker.conf keys accepted and ignored: this process is always the one master of its broker, embeds its name
+#: server, and keeps the commitlog under storePathRootDir
+IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "enablePropertyFilter",
+                "traceTopicEnable", "aclEnable", "storePathCommitLog")
+
+_BY_FIELD = {s.name: s for s in SETTINGS.values()}
+
+
+def setting(name: str) -> Setting:
+    """The setting of a Java key (or an alias, or its snake_case field name). KeyError if there is none."""
+    name = ALIASES.get(name, name)
+    found = SETTINGS.get(name) or _BY_FIELD.get(name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
+def parse_value(key: str, value: Any) -> Any:
+    """The value of setting `key` from text (any source) or a Python value (code); SettingError if it cannot be."""
+    s = setting(key)
+    try:
+        return s.parse(value)
+    except _Problem as exc:
+        raise SettingError(s.key, str(exc)) from None
+
+
+def parse_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """key -> parsed value, keyed by Java key; SettingError on a bad value, ValueError on an unknown key."""
+    out = {}
+    for key, value in values.items():
+        try:
+            s = setting(key)
+        except KeyError:
+            raise ValueError(f"unknown setting {key!r}") from None
+        out[s.key] = parse_value(s.key, value)
+    return out
+
+
+def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys: Sequence[str] = (),
+                    **more: Any) -> EmulatorConfig:
+    """The process's configuration from settings (Java keys or field names; text or values), defaults for the
+    rest: `emulator_config(namesrv_port=0, listen_port=0, ephemeral=True)`. `unknown_keys`: broker.conf keys
+    not understood, kept to be reported."""
+    parsed = parse_values({**(values or {}), **more})
+    by_scope: dict[str, dict[str, Any]] = {"process": {}, "broker": {}, "store": {}}
+    for key, value in parsed.items():
+        s = SETTINGS[key]
+        by_scope[s.scope][s.name] = value
+    process = by_scope["process"]
+    count = process.pop("brokers", 1)
+    store = MessageStoreConfig(**{"store_path_root_dir": DEFAULT_STORE_DIR, **by_scope["store"]})
+    broker = BrokerConfig(**{**by_scope["broker"], "store": store})
+    host = process.get("host", EmulatorConfig().host)
+    broker = replace(broker, broker_ip1=resolve_broker_ip1(host, by_scope["broker"].get("broker_ip1"),
+                                                           broker.advertised_port))
+    ephemeral = process.get("ephemeral", False)
+    return EmulatorConfig(**process, brokers=derive_brokers(broker, count, nested=ephemeral),
+                          unknown_keys=tuple(unknown_keys))
+
+
+def updated(config: BrokerConfig, values: Mapping[str, Any]) -> BrokerConfig:
+    """A new broker config with these settings changed (broker and store ones: the process's are fixed)."""
+    broker: dict[str, Any] = {}
+    store: dict[str, Any] = {}
+    for key, value in parse_values(values).items():
+        s = SETTINGS[key]
+        if s.scope == "process":
+            raise ValueError(f"{key} is a setting of the process, not of a broker")
+        (store if s.scope == "store" else broker)[s.name] = value
+    return replace(config, **broker, store=replace(config.store, **store))
+
+
+def current(config: BrokerConfig, key: str) -> Any:
+    """The value of a broker or store setting in `config`."""
+    s = setting(key)
+    return getattr(config.store if s.scope == "store" else config, s.name)
+
+
+def text_of(value: Any) -> str:
+    """A value as a properties file (and 4.9.8's getBrokerConfig) writes it."""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def derive_brokers(first: BrokerConfig, count: int, *, nested: bool = False) -> tuple[BrokerConfig, ...]:
+    """`serve --brokers N`: broker i (from 0, the first itself) named broker-b, broker-c, ... (NAME-2, NAME-3,
+    ... when the first is not called broker-a), on the first's port + 10 × i (its VIP port 2 below; 10 apart as
+    in RocketMQ's own examples, so that no broker's VIP port is another's port), an advertised port moved the
+    same way, and its own store directory: `<root>/<name>` when `nested` (inside the temporary one), else
+    `<root>-<name>`."""
+    out = [first]
+    base, root = first.broker_name, first.store.store_path_root_dir.rstrip("/")
+    for i in range(1, count):
+        name = f"{base[:-1]}{chr(ord('a') + i)}" if base.endswith("-a") else f"{base}-{i + 1}"
+        step = BROKER_PORT_STEP * i
+        out.append(replace(
+            first, broker_name=name, listen_port=first.listen_port + step if first.listen_port else 0,
+            advertised_port=first.advertised_port + step if first.advertised_port else None,
+            store=replace(first.store, store_path_root_dir=os.path.join(root, name) if nested else f"{root}-{name}")))
+    return tuple(out)
+
+
+def rooted_at(config: EmulatorConfig, root: str) -> tuple[BrokerConfig, ...]:
+    """The brokers of `config` with their stores under `root` (the Emulator's temporary directory)."""
+    first = config.brokers[0]
+    first = replace(first, store=replace(first.store, store_path_root_dir=root))
+    return derive_brokers(first, len(config.brokers), nested=True)
+
+
+def read_broker_conf(path: str | Path) -> tuple[dict[str, str], list[str]]:
+    """A RocketMQ broker.conf: (key -> text of the settings it gives, the keys not understood). Raises OSError
+    when unreadable, SettingError on a bad value."""
+    values: dict[str, str] = {}
+    unknown: list[str] = []
+    for key, text in parse_properties(Path(path).read_text()).items():
+        if key in IGNORED_KEYS:
+            continue
+        try:
+            s = setting(key)
+        except KeyError:
+            unknown.append(key)
+            continue
+        if s.scope == "process" or s.key != ALIASES.get(key, key):  # not a broker.conf key, or a field name
+            unknown.append(key)
+            continue
+        parse_value(s.key, text)
+        values[s.key] = text
+    return values, unknown
+
+
+def _check() -> None:
+    """Every setting's field exists on the config its scope names (run at import: a typo fails at once)."""
+    names = {"process": {f.name for f in fields(EmulatorConfig)} | {"brokers"},
+             "broker": {f.name for f in fields(BrokerConfig)}, "store": {f.name for f in fields(MessageStoreConfig)}}
+    for s in SETTINGS.values():
+        assert s.name in names[s.scope], (s.key, s.name)
+
+
+_check()
