@@ -38,7 +38,8 @@ from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import GetConsumerStatusRequestHeader, ResetOffsetRequestHeader
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .client_manager import ClientChannelInfo
+    from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.reset")
 
@@ -67,7 +68,7 @@ class ResetRequest:
 
 
 class Broker2Client:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerState) -> None:
         self.broker = broker
         #: (group, topic, client id) -> when a Java client was sent RESET_CONSUMER_CLIENT_OFFSET
         self._told: dict[tuple[str, str, str], float] = {}
@@ -203,7 +204,7 @@ class Broker2Client:
                                   f"the client does not support this feature. version={info.version}")
         ext = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=client_addr).to_ext()
 
-        async def ask(info) -> tuple[str, dict[MessageQueue, int] | None]:
+        async def ask(info: ClientChannelInfo) -> tuple[str, dict[MessageQueue, int] | None]:
             try:
                 response = await info.connection.invoke(
                     RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, ext), STATUS_TIMEOUT_S)

@@ -16,15 +16,16 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..topic_config import validate_topic
+from .broker_stats import runtime_info
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
 
 class AdminBrokerProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -119,7 +120,7 @@ class AdminBrokerProcessor:
             offset_table=self.broker.consumer_offset_manager.offset_table).encode(pretty=False))
 
     def get_broker_runtime_info(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        return RemotingCommand.response_to(req, body=KVTable(table=self.broker.runtime_info()).encode())
+        return RemotingCommand.response_to(req, body=KVTable(table=runtime_info(self.broker)).encode())
 
     def delete_expired_commitlog(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         self.broker.store.execute_delete_files_manually()

@@ -22,11 +22,11 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from rocketmq_emulator.store.queue_admin import clean_expired_consume_queues, clean_unused_topics, read_units
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
-_ACL_FAILED = {
+_ACL_FAILED: dict[int, ResponseCode] = {
     RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
     RequestCode.DELETE_ACL_CONFIG: ResponseCode.DELETE_ACL_CONFIG_FAILED,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
@@ -34,7 +34,7 @@ _ACL_FAILED = {
 
 
 class BrokerConfigProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:

@@ -23,7 +23,7 @@ from ..stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
 from .offset_admin import last_consumed_timestamp
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 # BrokerConfig's thread-pool queue capacities (4.9.8 defaults). This broker has no such pools: requests run on
 # the event loop in the order they are read, so it reports the queues as a real idle broker does (size 0, head
@@ -36,7 +36,7 @@ _JAVA_INT_MAX = 2 ** 31 - 1
 
 
 class BrokerStatsProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -81,7 +81,7 @@ class BrokerStatsProcessor:
                 per_topic.append(stats)
             out.append({group: per_topic})
         return RemotingCommand.response_to(req, body=ConsumeStatsList(
-            consume_stats_list=out, broker_addr=b.config.broker_addr, total_diff=total_diff).encode())
+            consume_stats_list=out, broker_addr=b.broker_addr, total_diff=total_diff).encode())
 
 
 def _tps_text(value: float | None) -> str:
@@ -116,7 +116,7 @@ def _runtime(ms: int) -> str:
     return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"
 
 
-def runtime_info(b: BrokerController) -> dict[str, str]:
+def runtime_info(b: BrokerContext) -> dict[str, str]:
     """GET_BROKER_RUNTIME_INFO: the 4.9.8 key set, plus this broker's pullHeldCount, topicCount and
     consumerGroupCount."""
     st, store = b.stats, b.store

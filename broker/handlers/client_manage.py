@@ -19,13 +19,13 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from ..client_manager import ClientChannelInfo
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.clients")
 
 
 class ClientManageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:

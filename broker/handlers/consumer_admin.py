@@ -27,7 +27,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 
 if TYPE_CHECKING:
     from ..client_manager import ClientChannelInfo
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.clients")
 
@@ -38,7 +38,7 @@ MIN_CALL_CLIENT_VERSION = 62
 
 
 class ConsumerAdminProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:

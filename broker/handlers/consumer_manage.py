@@ -19,12 +19,14 @@ from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseH
                                                 UpdateConsumerOffsetRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from ..config import NewGroupOffset
+
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 
 class ConsumerManageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -41,7 +43,7 @@ class ConsumerManageProcessor:
         if offset >= 0:
             return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
         store = self.broker.store
-        if h.set_zero_if_not_found is not False and self.broker.config.new_group_offset == "legacy":
+        if h.set_zero_if_not_found is not False and self.broker.config.new_group_offset is NewGroupOffset.LEGACY:
             min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
             if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
                 return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=0).to_ext())

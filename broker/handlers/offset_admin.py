@@ -27,7 +27,7 @@ from ..consumer_offset import BROADCAST_SUFFIX
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_store import MessageStore
 
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 
 def last_consumed_timestamp(store: MessageStore, topic: str, queue_id: int, consumer_offset: int) -> int:
@@ -39,7 +39,7 @@ def last_consumed_timestamp(store: MessageStore, topic: str, queue_id: int, cons
 
 
 class OffsetAdminProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -107,16 +107,17 @@ class OffsetAdminProcessor:
     def expire_files_now(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = ExpireFilesNowRequestHeader.from_ext(req.ext_fields)
         store = self.broker.store
-        if h.topic is not None and self.broker.topic_config_manager.get(h.topic) is None:
-            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        topic = h.topic
+        tc = self.broker.topic_config_manager.get(topic) if topic is not None else None
+        if topic is not None and tc is None:
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         deleted = store.expire_files_now(roll=True)
         body = b""
-        if h.topic is not None:
-            tc = self.broker.topic_config_manager.get(h.topic)
+        if topic is not None and tc is not None:
             body = TopicStatsTable(offset_table={
-                MessageQueue(h.topic, self.broker.config.broker_name, q): TopicOffset(
-                    min_offset=max(0, store.get_min_offset_in_queue(h.topic, q)),
-                    max_offset=max(0, store.get_max_offset_in_queue(h.topic, q)), last_update_timestamp=0)
+                MessageQueue(topic, self.broker.config.broker_name, q): TopicOffset(
+                    min_offset=max(0, store.get_min_offset_in_queue(topic, q)),
+                    max_offset=max(0, store.get_max_offset_in_queue(topic, q)), last_update_timestamp=0)
                 for q in range(tc.write_queue_nums)}).encode()
         return RemotingCommand.response_to(req, ext_fields=ExpireFilesNowResponseHeader(deleted_files=deleted).to_ext(),
                                            body=body)

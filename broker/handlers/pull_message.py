@@ -20,7 +20,7 @@ from ..broadcast_offset import session_of
 from ..long_polling import PullRequest
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.pull")
 
@@ -41,7 +41,7 @@ def parse_tag_expression(expression: str | None) -> frozenset[int] | None:
 
 
 class PullMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
@@ -60,7 +60,7 @@ class PullMessageProcessor:
         b = self.broker
         h = PullMessageRequestHeader.from_ext(req.ext_fields)
         if not b.config.broker_permission & PermName.READ:  # brokerPermission (updateBrokerConfig)
-            raise BrokerError(_R.NO_PERMISSION, f"the broker[{b.config.advertised_host or b.config.host}] pulling "
+            raise BrokerError(_R.NO_PERMISSION, f"the broker[{b.config.broker_ip1}] pulling "
                                                 "message is forbidden")
         group_cfg = b.subscription_group_manager.find(h.consumer_group)
         if group_cfg is None:
@@ -150,7 +150,7 @@ class PullMessageProcessor:
                                               else h.queue_offset, result.next_begin_offset)
 
         if code == _R.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
-            hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_ms
+            hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_mills
             pr = PullRequest(req, conn, h.queue_offset, codes, time.monotonic() + max(0, hold_ms) / 1000,
                              h.consumer_group)
             b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
@@ -226,6 +226,6 @@ class PullMessageProcessor:
         inner = MessageExtBrokerInner(OFFSET_MOVED_EVENT, 0, event.encode(), properties_raw=props,
                                       tags_code=java_string_hash(h.consumer_group),
                                       born_timestamp=int(time.time() * 1000), born_host=b.store_host_packed,
-                                      born_port=b.config.advertised_port or b.config.broker_port,
+                                      born_port=b.config.advertised_port or b.listen_port,
                                       keys=[h.consumer_group])
         b.store.put_message(inner)

@@ -11,13 +11,13 @@ from rocketmq_emulator.protocol.headers import (QueryMessageRequestHeader, Query
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..broker_context import BrokerContext
 
 DEFAULT_QUERY_MAX_NUM = 32
 
 
 class QueryMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, table: DispatchTable) -> None:
