@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.broker_bench [--seconds 3] [--rounds N] [--rss-messages 1000000] [--compare REV]
                                                 [--trace-cost]
 
-The broker runs in its own process (`python -m rocketmq_emulator.broker serve --ephemeral`); this process is the load
+The broker runs in its own process (`python -m rocketmq_emulator.cli serve --ephemeral`); this process is the load
 generator: pipelined requests built with `protocol/`, a fixed window in flight per connection. The raw ceiling
 is a minimal uvloop server (in its own process too) that only splits frames by their length word and acks
 each one; the same generator drives it, and every broker figure is printed with its ratio to the ceiling.
@@ -34,10 +34,12 @@ from pathlib import Path
 
 import uvloop
 
-from rocketmq_emulator.client.pytest_plugin import wait_until_quiet
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
+from rocketmq_emulator.testing.waits import wait_until_quiet
 
 ROOT = Path(__file__).resolve().parents[1]
 _LEN = struct.Struct(">i")
@@ -62,12 +64,6 @@ async def main():
     await srv.serve_forever()
 uvloop.run(main())
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Generator(asyncio.Protocol):
@@ -222,7 +218,7 @@ def start_broker(ns_port: int, port: int, pythonpath: Path | None = None, extra:
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral",
+    proc = subprocess.Popen([*COMMAND, "serve", "--ephemeral",
                              "--namesrv-port", str(ns_port), "--broker-port", str(port), "--log-level", "WARNING",
                              *extra],
                             cwd=ROOT if pythonpath is None else pythonpath, env=env)
@@ -246,7 +242,7 @@ class Broker:
                  trace_file: Path | None = None) -> None:
         self.label = label
         self.trace_file = trace_file  # with `serve --trace FILE`: the file its renderer writes
-        self.ns_port, self.port = free_port(), free_port()
+        self.ns_port, self.port = free_port(), free_broker_port()
         self.proc, self.startup = start_broker(self.ns_port, self.port, pythonpath, extra)
         self.figures: dict[str, list[float]] = {}
         self.stored = 0

@@ -5,7 +5,7 @@ workload on the same broker, in the same run.
     .venv/bin/python benchmarks/client_bench.py --quick         # 5,000
     .venv/bin/python benchmarks/client_bench.py --loop uvloop   # this client on uvloop instead of asyncio
 
-The emulator runs in its own process (`python -m rocketmq_emulator.broker serve`, store in a temporary directory, in /dev/shm
+The emulator runs in its own process (`python -m rocketmq_emulator.cli serve`, store in a temporary directory, in /dev/shm
 when there is one), so neither client shares the GIL with it. Cases, each with 100-byte bodies, a tag and a key:
 
 * produce, single: one synchronous send after the other (send_sync / `await send`);
@@ -143,15 +143,11 @@ async def py_consume(namesrv: str, topic: str, n: int) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_emulator(store_dir: str) -> tuple[subprocess.Popen, str]:
-    namesrv_port, broker_port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--store-dir", store_dir, "--host", "127.0.0.1",
+    from rocketmq_emulator.testing.command_line import COMMAND
+    from rocketmq_emulator.testing.ports import free_broker_port, free_port
+    namesrv_port, broker_port = free_port(), free_broker_port()
+    proc = subprocess.Popen([*COMMAND, "serve", "--store-dir", store_dir, "--host", "127.0.0.1",
                              "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),
                              "--log-level", "WARNING"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30

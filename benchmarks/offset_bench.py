@@ -33,19 +33,21 @@ from pathlib import Path
 
 import uvloop
 
-from benchmarks.broker_bench import ROOT, drive, drive_fixed_rate, free_port, wait_port
+from benchmarks.broker_bench import ROOT, drive, drive_fixed_rate, wait_port
 from integration_tests.offset_crash import crash_run
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
 from rocketmq_emulator.protocol.headers import (QueryConsumerOffsetRequestHeader, QueueRequestHeader,
                                                 UpdateConsumerOffsetRequestHeader)
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
 
 TOPIC = "OffsetBench"
 
 
 def start(server_side_reset: bool, durability: str = "write-behind") -> tuple[subprocess.Popen, int, int]:
-    ns_port, port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral",
+    ns_port, port = free_port(), free_broker_port()
+    proc = subprocess.Popen([*COMMAND, "serve", "--ephemeral",
                              "--namesrv-port", str(ns_port), "--broker-port", str(port), "--log-level", "WARNING",
                              "--server-side-reset", "true" if server_side_reset else "false",
                              "--offset-durability", durability], cwd=ROOT)

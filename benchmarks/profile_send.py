@@ -17,7 +17,7 @@ import cProfile
 import pstats
 import time
 
-from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.broker.emulator import Emulator
 from rocketmq_emulator.client.message import encode_batch_columns
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
@@ -69,7 +69,7 @@ def frames(batch: bool) -> tuple[bytes, int]:
 
 
 async def main(batch: bool, rounds: int, top: int) -> None:
-    config = BrokerConfig(namesrv_port=0, broker_port=0, ephemeral=True, vip_channel_enabled=False)
+    config = emulator_config(namesrv_port=0, listen_port=0, ephemeral=True, vip_channel_enabled=False)
     async with Emulator(config) as emulator:
         conn = RemotingConnection(emulator.broker.table, name="profile")
         conn.connection_made(_Transport())  # type: ignore[arg-type]

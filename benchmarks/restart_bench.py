@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from rocketmq_emulator.client import Admin, Producer
-from rocketmq_emulator.client.pytest_plugin import launch_emulator
+from rocketmq_emulator.testing.emulator_process import launch_emulator
 
 
 def rss(pid: int) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rocketmq_emulator.client import Admin, Producer  # noqa: E402
-from rocketmq_emulator.client.pytest_plugin import launch_emulator  # noqa: E402
 from rocketmq_emulator.spark_tools import seed_topic, session  # noqa: E402
+from rocketmq_emulator.testing.emulator_process import launch_emulator  # noqa: E402
 
 
 async def client_rate(namesrv: str, topic: str, messages: int, size: int) -> float:

@@ -3,7 +3,7 @@
 
 On the event loop it only chooses (`protocol/trace.py`'s filters) and packs the command with its connection's
 details (msgpack, about 2 µs); a pump thread hands the packed commands through a pipe to a renderer process
-(`python -m rocketmq_emulator.broker.trace --render ...`, `protocol.trace.Renderer`), which decodes them and
+(`python -m rocketmq_emulator.broker.trace --render ...`), which decodes them (`protocol.trace.Renderer`) and
 writes the lines. The broker's interpreter does no rendering and the pump holds the interpreter lock only to
 move bytes, so a trace does not stall the event loop. At most `max_pending` commands wait: beyond that a line
 is dropped, counted, and the count is written to the trace and logged (at most every 10 s).
@@ -11,6 +11,7 @@ is dropped, counted, and the count is written to the trace and logged (at most e
 
 from __future__ import annotations
 
+import io
 import logging
 import signal
 import subprocess
@@ -18,12 +19,14 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import IO, Any, cast
 
 from rocketmq_emulator.protocol import RemotingCommand
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.frame import decode_frames
 from rocketmq_emulator.protocol.trace import Renderer, TraceFilter, choose, pack, pack_dropped
+
+from .config import TraceFormat
 
 log = logging.getLogger("rocketmq_emulator.trace")
 
@@ -31,12 +34,10 @@ log = logging.getLogger("rocketmq_emulator.trace")
 class Tracer:
     """The broker side of the trace (see the module docstring): `start()` / `stop()`, or `with Tracer.open(...)`."""
 
-    def __init__(self, target: str, *, fmt: str = "text", trace_filter: TraceFilter | None = None,
-                 body_chars: int = 300, max_pending: int = 20_000) -> None:
-        if fmt not in ("text", "json"):
-            raise ValueError(f"trace format must be text or json, not {fmt!r}")
+    def __init__(self, target: str, *, fmt: TraceFormat | str = TraceFormat.TEXT,
+                 trace_filter: TraceFilter | None = None, body_chars: int = 300, max_pending: int = 20_000) -> None:
         self.target = target
-        self.fmt = fmt
+        self.fmt = TraceFormat(fmt).value  # the setting's enum (wireTraceFormat); ValueError on anything else
         self.filter = trace_filter or TraceFilter()
         self.body_chars = body_chars
         self.max_pending = max_pending
@@ -62,7 +63,8 @@ class Tracer:
             self._renderer = subprocess.Popen(
                 [sys.executable, "-m", "rocketmq_emulator.broker.trace", "--render", self.target or "-", self.fmt,
                  str(self.body_chars)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-            self._pump = threading.Thread(target=self._run_pump, name="rocketmq-trace", daemon=True)
+            pipe = cast(IO[bytes], self._renderer.stdin)  # stdin=PIPE: always a pipe
+            self._pump = threading.Thread(target=self._run_pump, args=(pipe,), name="rocketmq-trace", daemon=True)
             self._pump.start()
         return self
 
@@ -113,9 +115,8 @@ class Tracer:
         self._pending.append(pack(time.time(), conn.name, conn.peer, conn.attributes, direction, request_code, cmd))
 
     # -- the pump thread: pending records -> the renderer's stdin ------------------------------------
-    def _run_pump(self) -> None:
+    def _run_pump(self, pipe: IO[bytes]) -> None:
         pending = self._pending
-        pipe = self._renderer.stdin  # type: ignore[union-attr]
         try:
             while True:
                 if not pending:
@@ -154,8 +155,14 @@ def render_main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the broker, which then closes our input
     target, fmt, body_chars = argv[0], argv[1], int(argv[2])
     out = sys.stderr if target in ("-", "") else open(target, "a", encoding="utf-8", buffering=1 << 16)
+    renderer = Renderer(fmt, body_chars)
+    stdin = cast(io.BufferedReader, sys.stdin.buffer)  # the pipe from the broker: buffered, so it has read1
     try:
-        Renderer(out, fmt, body_chars).run(sys.stdin.buffer)
+        while data := stdin.read1(1 << 20):
+            lines = renderer.feed(data)
+            if lines:
+                out.write("\n".join(lines) + "\n")
+                out.flush()
     finally:
         if out is not sys.stderr:
             out.close()

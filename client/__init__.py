@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from .push_consumer import (BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, TIMESTAMP, PushConsumer,
                                 RebalanceListener)
 
-#: public name -> the module defining it, imported on first use (PEP 562), so that `import
-#: rocketmq_emulator.client.cli` (the command line) loads only what its command uses
+#: public name -> the module defining it, imported on first use (PEP 562), so that the command line (cli/)
+#: loads only what its command uses
 _HOMES = {
     **dict.fromkeys(("ConsumeFromWhere", "MessageModel", "MessageQueue"), "rocketmq_emulator.protocol.bodies"),
     "Admin": ".admin",

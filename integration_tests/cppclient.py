@@ -9,6 +9,7 @@
     handle.of("received")              # the events named "received"
 
     result = run_driver(["produce", ...], timeout=20, home=tmp_path)   # start + wait
+    sent = produce(emu, tmp_path, 10, topic="T")   # the C++ client sends 10 messages (asserted OK)
 
 The C++ client can hang forever on a broker bug, hence the watchdog: after `timeout` seconds from start the
 process is killed and `timed_out` is set. `HOME` is the given folder (the library writes its log under
@@ -24,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 DRIVER = Path(__file__).resolve().with_name("cpp_driver.py")
 
@@ -168,3 +169,16 @@ def run_driver(args: Sequence[str], *, timeout: float, home: str | os.PathLike,
     handle = start_driver(args, timeout=timeout, home=home, env=env)
     handle.wait()
     return handle
+
+
+def produce(emu: Any, home: str | os.PathLike, count: int, *, topic: str, prefix: str = "m-",
+            group: str = "PG") -> list[dict]:
+    """Send `count` messages to `topic` with the C++ client (bodies `prefix` + number, tags Tag<i>, keys
+    `key<i> k`) through `emu`'s name server; returns the `sent` events, all of them OK (asserted)."""
+    result = run_driver(["produce", "--namesrv", emu.namesrv_addr, "--topic", topic, "--group", group,
+                         "--count", str(count), "--tags", "Tag{i}", "--keys", "key{i} k", "--body-prefix", prefix],
+                        timeout=120, home=home).events
+    sent = [e for e in result if e["event"] == "sent"]
+    assert len(sent) == count and all(e["status"] == "OK" for e in sent), \
+        [e for e in result if e["event"] != "sent"] or result[-3:]
+    return sent

@@ -14,8 +14,9 @@ import pytest
 
 from rocketmq_emulator.client import FIRST_OFFSET, Producer, PullConsumer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
+from rocketmq_emulator.testing.waits import wait_until
 
-from .conftest import EmulatorThread
 from .cppclient import start_driver
 from .rawclient import RawClient
 
@@ -29,7 +30,7 @@ BODIES = {f"hello-java-{i}" for i in range(COUNT)}
 
 def raw_request(emu: EmulatorThread, code: int, ext: dict[str, str], timeout: float = 15) -> RemotingCommand:
     """One request to the broker over a fresh connection (on the emulator's loop); its response."""
-    host, port = emu.broker.config.broker_addr.split(":")
+    host, port = emu.broker.broker_addr.split(":")
 
     async def ask() -> RemotingCommand:
         client = await RawClient.connect(host, int(port))
@@ -41,10 +42,7 @@ def raw_request(emu: EmulatorThread, code: int, ext: dict[str, str], timeout: fl
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.2)
+    assert wait_until(predicate, timeout, interval=0.2), f"not within {timeout} s: {what}"
 
 
 def _client_ids(emu: EmulatorThread, group: str) -> list[str]:
@@ -123,7 +121,7 @@ def world(java_clients, tmp_path_factory):
         assert all(len(v) == 1 for v in ids.values()), ids
         home = tmp / "mqadmin"
         home.mkdir()
-        addr = emu.broker.config.broker_addr
+        addr = emu.broker.broker_addr
         commands: dict[str, list[object]] = {
             "progress": ["consumerProgress", "-g", JAVA_GROUP],
             "topicList": ["topicList"],

@@ -25,7 +25,7 @@ from rocketmq_emulator.client.config import ClientConfig
 from rocketmq_emulator.client.errors import ClientError
 from rocketmq_emulator.client.instance import ClientInstance
 from rocketmq_emulator.client.offset_store import RemoteBrokerOffsetStore
-from rocketmq_emulator.client.pytest_plugin import launch_emulator
+from rocketmq_emulator.testing.emulator_process import launch_emulator
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
 TOPIC = "CrashTopic"

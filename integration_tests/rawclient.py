@@ -1,11 +1,29 @@
-"""A minimal asyncio remoting client built only on `protocol/`, for tests and the load generator."""
+"""A minimal asyncio remoting client built only on `protocol/`, for tests and the load generator, and the raw
+requests the broker tests send with it."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
-from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, encode_command
+from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_command
+from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
+from rocketmq_emulator.protocol.message import encode_properties
+
+
+def send_request(topic: str, body: bytes = b"hello", **props: str) -> RemotingCommand:
+    """A SEND_MESSAGE_V2 of one message (tag TagA, `props` as properties) to queue 0 of `topic`."""
+    h = SendMessageRequestHeader(producer_group="PG", topic=topic, queue_id=0, born_timestamp=int(time.time() * 1000),
+                                 properties=encode_properties({"TAGS": "TagA", **props}))
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body)
+
+
+def pull_request(topic: str, offset: int, suspend_ms: int = 15000, group: str = "G") -> RemotingCommand:
+    """A PULL_MESSAGE of queue 0 of `topic` from `offset` (long polling `suspend_ms`, subscription `*`)."""
+    h = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=0, queue_offset=offset, max_msg_nums=32,
+                                 sys_flag=0x2 | 0x4, suspend_timeout_millis=suspend_ms, subscription="*")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
 
 
 class RawClient(asyncio.Protocol):

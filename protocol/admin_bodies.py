@@ -114,7 +114,7 @@ class DataVersion(Body):
 
 
 class _ConfigFile(Body):
-    def encode(self, pretty: bool = False) -> bytes:  # type: ignore[override]
+    def encode(self, pretty: bool = False) -> bytes:
         """Compact for the wire, `pretty=True` for the file layout (§6.1 rule 5)."""
         return utf8(fastjson.dumps(self, pretty=pretty))
 
@@ -151,7 +151,7 @@ class SubscriptionGroupWrapper(_ConfigFile):
 # Offset files
 # --------------------------------------------------------------------------------------------------
 class _PrettyFile(Body):
-    def encode(self, pretty: bool = True) -> bytes:  # type: ignore[override]
+    def encode(self, pretty: bool = True) -> bytes:
         """The file layout by default (§6.1 rule 5); `pretty=False` for compact text."""
         return utf8(fastjson.dumps(self, pretty=pretty))
 

@@ -80,7 +80,7 @@ def normalise_ext_fields(ext: dict[str, Any]) -> dict[str, str]:
 _command_decoder = msgspec.json.Decoder(RemotingCommand)
 
 
-def decode_json_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
+def decode_json_header(data: bytes | bytearray | memoryview, body: bytes) -> RemotingCommand:
     try:  # hot path: a header whose extFields values are all strings decodes straight into the command
         cmd = _command_decoder.decode(data)
     except msgspec.ValidationError:  # numbers/booleans in extFields (C++, ali-ons), a numeric language, ...
@@ -92,14 +92,14 @@ def decode_json_header(data: bytes | memoryview, body: bytes) -> RemotingCommand
     return cmd
 
 
-def _decode_json_header_tolerant(data: bytes | memoryview) -> RemotingCommand:
+def _decode_json_header_tolerant(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """A header with a numeric `language`, or a key of an unexpected type."""
     try:
         h = _json_decoder.decode(data)
     except msgspec.DecodeError as exc:  # includes ValidationError
         raise ProtocolError(f"invalid JSON header: {exc}") from None
     lang = h.language
-    if type(lang) is not str:
+    if not isinstance(lang, str):
         lang = _LANGUAGE_NAMES.get(lang, "OTHER")
     ext = normalise_ext_fields(h.extFields) if h.extFields is not None else None
     return RemotingCommand(h.code, lang, h.version, h.opaque, h.flag, h.remark, ext)
@@ -130,7 +130,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
 # --------------------------------------------------------------------------------------------------
 # ROCKETMQ binary header (type 1)
 # --------------------------------------------------------------------------------------------------
-def decode_binary_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
+def decode_binary_header(data: bytes | bytearray | memoryview, body: bytes) -> RemotingCommand:
     n = len(data)
     if n < 21:
         raise ProtocolError(f"binary header too short: {n} bytes, at least 21 needed")
@@ -146,7 +146,7 @@ def decode_binary_header(data: bytes | memoryview, body: bytes) -> RemotingComma
         if ext_len < 0 or pos + ext_len > n:
             raise ProtocolError(f"binary header extFields length {ext_len} exceeds the header ({n} bytes)")
         end = pos + ext_len
-        ext: dict[str, str] | None = {} if ext_len else None
+        fields: dict[str, str] = {}
         while pos < end:
             if pos + 2 > end:
                 raise ProtocolError("binary header: truncated extFields key length")
@@ -163,11 +163,11 @@ def decode_binary_header(data: bytes | memoryview, body: bytes) -> RemotingComma
             value = bytes(data[pos:pos + vlen]).decode()
             pos += vlen
             if key and value:  # Java reads a zero-length string as null: the entry is absent
-                ext[key] = value  # type: ignore[index]
+                fields[key] = value
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"binary header: invalid UTF-8 ({exc.reason})") from None
-    return RemotingCommand(code, _LANGUAGE_NAMES.get(lang, "OTHER"), version, opaque, flag, remark, ext, body,
-                           SerializeType.ROCKETMQ)
+    return RemotingCommand(code, _LANGUAGE_NAMES.get(lang, "OTHER"), version, opaque, flag, remark,
+                           fields if ext_len else None, body, SerializeType.ROCKETMQ)
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
@@ -266,7 +266,7 @@ class FrameDecoder:
             self._buf = merged
             self._pos = 0
         else:
-            buf += data  # type: ignore[operator]
+            buf += data
 
     @property
     def buffered(self) -> int:

@@ -11,7 +11,7 @@ import ipaddress
 import struct
 import zlib
 from functools import lru_cache
-from typing import Iterator
+from typing import Iterator, Self
 
 from .codes import MessageSysFlag
 from .errors import ProtocolError
@@ -317,7 +317,7 @@ class MessageExt:
         return b"".join((head, self.body, tlen, topic, _USHORT.pack(len(props)), props))
 
     @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, pos: int = 0) -> MessageExt:
+    def decode(cls, buf: bytes | bytearray | memoryview, pos: int = 0) -> Self:
         """Decode the record starting at `pos`; `store_size` tells where the next one starts."""
         n = len(buf)
         if n - pos < 91:

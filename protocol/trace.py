@@ -7,8 +7,9 @@ their packed form, and how a packed command becomes a line.
   fields that carry them (`consumerGroup`, `producerGroup`, `group`, `topic`, the one-letter send header's
   `a`/`b`).
 * `pack()`: a command with its connection's details as a length-prefixed msgpack array (what crosses from the
-  broker to its renderer process); `Renderer.run(stream)` reads such a stream and writes one line per command:
-  header fields and a body summary (a send's message count, a pull answer's queue and first/last queue
+  broker to its renderer process); `Renderer.feed(data)` turns such a stream, as its bytes arrive, into one
+  line per command (the renderer process, broker/trace.py, reads and writes them): header fields and a body
+  summary (a send's message count, a pull answer's queue and first/last queue
   offset from the records' fixed fields, JSON bodies cut to a length).
 * Line formats: `text` (for people; `format_text`) and `json` (one object per line); `read_trace()` filters a
   saved trace (`rocketmq-emulator trace FILE`) by the same rule, JSON or text.
@@ -20,12 +21,12 @@ import json
 import re
 import struct
 import time
-from typing import IO, Any, Iterable
+from typing import Any, Iterable, Protocol
 
 import msgspec
 
 from .codes import RequestCode, request_code_name, response_code_name
-from .command import RemotingCommand
+from .command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
 from .errors import ProtocolError
 from .message import POS_PHYSICAL_OFFSET, POS_QUEUE_ID, POS_QUEUE_OFFSET, POS_TOTAL_SIZE, iter_batch
 
@@ -86,19 +87,28 @@ class TraceFilter:
         return True
 
 
-def choose(attributes: dict[str, Any], direction: str, cmd: RemotingCommand, trace_filter: TraceFilter
+class TracedCommand(Protocol):
+    """What `choose()` reads of a command: a RemotingCommand, or one read back from a saved trace."""
+
+    code: int
+    flag: int
+    opaque: int
+    ext_fields: dict[str, str] | None
+
+
+def choose(attributes: dict[str, Any], direction: str, cmd: TracedCommand, trace_filter: TraceFilter
            ) -> int | None:
     """Whether to trace `cmd` (read: direction "in", written: "out") on the connection whose per-connection
     state dict is `attributes`: the request code it is or answers, None when not. A request is chosen by the
     filter; an answer when its request was (matched by opaque; the state is kept in `attributes["trace"]`)."""
-    state = attributes.get("trace")
+    state: tuple[dict[int, int], dict[int, int]] | None = attributes.get("trace")
     if state is None:
         state = attributes["trace"] = ({}, {})  # requests read / written: opaque -> code
-    if cmd.flag & 1:
+    if cmd.flag & RESPONSE_FLAG:
         return (state[1] if direction == "in" else state[0]).pop(cmd.opaque, None)
     if not trace_filter.matches(cmd.code, cmd.ext_fields):
         return None
-    if not cmd.flag & 2:
+    if not cmd.flag & ONEWAY_FLAG:
         requests = state[0] if direction == "in" else state[1]
         if len(requests) >= _MAX_PENDING:
             requests.clear()  # answers that never came (a dead peer): forget them
@@ -122,32 +132,26 @@ def pack_dropped(count: int) -> bytes:
 
 
 class Renderer:
-    """The renderer process: length-prefixed records from standard input -> lines in the trace file."""
+    """Packed records (`pack()`, length-prefixed) in, trace lines out: `feed()` takes the bytes as they arrive
+    and returns the lines of the records they complete."""
 
-    def __init__(self, out: IO[str], fmt: str = "text", body_chars: int = 300) -> None:
-        self.out = out
+    def __init__(self, fmt: str = "text", body_chars: int = 300) -> None:
         self.fmt = fmt
         self.body_chars = body_chars
+        self._pending = b""  # the start of a record not complete yet
 
-    def run(self, stream: IO[bytes]) -> None:
-        buf = b""
-        while True:
-            data = stream.read1(1 << 20) if hasattr(stream, "read1") else stream.read(1 << 20)
-            if not data:
+    def feed(self, data: bytes) -> list[str]:
+        buf = self._pending + data
+        lines = []
+        pos = 0
+        while len(buf) - pos >= 4:
+            (n,) = _LEN.unpack_from(buf, pos)
+            if len(buf) - pos - 4 < n:
                 break
-            buf += data
-            lines = []
-            pos = 0
-            while len(buf) - pos >= 4:
-                (n,) = _LEN.unpack_from(buf, pos)
-                if len(buf) - pos - 4 < n:
-                    break
-                lines.append(self.line(_decode(buf[pos + 4:pos + 4 + n])))
-                pos += 4 + n
-            buf = buf[pos:]
-            if lines:
-                self.out.write("\n".join(lines) + "\n")
-                self.out.flush()
+            lines.append(self.line(_decode(buf[pos + 4:pos + 4 + n])))
+            pos += 4 + n
+        self._pending = buf[pos:]
+        return lines
 
     def line(self, item: list[Any]) -> str:
         if item[0] == "#drop":
@@ -160,7 +164,7 @@ class Renderer:
     def record(self, item: list[Any]) -> dict[str, Any]:
         (ts, port_name, peer, client_id, language, version, direction, request_code, code, cmd_language,
          cmd_version, opaque, flag, remark, ext_fields, body) = item
-        response = bool(flag & 1)
+        response = bool(flag & RESPONSE_FLAG)
         rec: dict[str, Any] = {
             "time": trace_time(ts),
             "port": port_name, "peer": peer, "dir": direction,
@@ -243,7 +247,7 @@ def format_text(rec: dict[str, Any]) -> str:
         what = f"{rec['name']}({rec['code']})"
     else:
         what = f"answer to {rec['request']}: {rec['name']}({rec['code']})"
-    flags = f" flag={rec['flag']}" + (" oneway" if rec["flag"] & 2 else "")
+    flags = f" flag={rec['flag']}" + (" oneway" if rec["flag"] & ONEWAY_FLAG else "")
     parts = [rec["time"], f"[{rec['port']}]", who, arrow, what, f"opaque={rec['opaque']}{flags}"]
     if rec.get("remark"):
         parts.append(f"remark={rec['remark']!r}")
@@ -293,7 +297,7 @@ def read_trace(lines: Iterable[str], trace_filter: TraceFilter) -> Iterable[dict
             continue
         attributes = connections.setdefault((rec.get("port"), rec.get("peer")), {})
         cmd = _SavedCommand(rec)
-        if choose(attributes, rec.get("dir", "in"), cmd, trace_filter) is not None:  # type: ignore[arg-type]
+        if choose(attributes, rec.get("dir", "in"), cmd, trace_filter) is not None:
             yield item
 
 
@@ -303,10 +307,10 @@ class _SavedCommand:
     __slots__ = ("code", "flag", "opaque", "ext_fields")
 
     def __init__(self, rec: dict[str, Any]) -> None:
-        self.code = rec.get("code")
-        self.flag = int(rec.get("flag") or 0) | (1 if rec.get("kind") == "response" else 0)
-        self.opaque = rec.get("opaque")
-        self.ext_fields = rec.get("header")
+        self.code: int = rec.get("code", -1)
+        self.flag = int(rec.get("flag") or 0) | (RESPONSE_FLAG if rec.get("kind") == "response" else 0)
+        self.opaque: int = rec.get("opaque", -1)
+        self.ext_fields: dict[str, str] | None = rec.get("header")
 
 
 _TEXT_LINE = re.compile(r"^(?P<time>\S+) \[(?P<port>[^\]]*)\] (?P<peer>\S+).*? (?P<arrow><-|->) (?P<what>.*?) "

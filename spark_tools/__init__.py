@@ -1,8 +1,9 @@
 """Spark tools (the only package that imports pyspark; `pip install 'rocketmq-emulator[spark]'`): the `rocketmq`
-data source, `seed_topic` / `read_topic`, and the `rocketmq-emulator seed` command. README "Spark".
+data source, `seed_topic` / `read_topic`, and the job behind `rocketmq-emulator seed` (seed_job.py; its command
+line is cli/seed.py). README "Spark".
 
-The names below load pyspark on first use, so that `rocketmq-emulator seed -h` and its argument errors need
-neither pyspark nor a JVM."""
+The names below load pyspark on first use, so that `rocketmq-emulator seed -h`, its argument errors and its
+checks of the target need neither pyspark nor a JVM."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ import os
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, overload
 
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
                                     WriterCommitMessage)
@@ -50,6 +50,10 @@ class RocketMQSourceError(Exception):
     """A bad option, or the broker refused or lost a write."""
 
 
+@overload
+def _option(options: Any, name: str) -> str | None: ...
+@overload
+def _option(options: Any, name: str, default: str) -> str: ...
 def _option(options: Any, name: str, default: str | None = None) -> str | None:
     """Spark's option names are case-insensitive (it hands them over lower-cased)."""
     value = options.get(name.lower())
@@ -195,6 +199,8 @@ class RocketMQWriter(DataSourceArrowWriter):
             extra = [(name, cols.get(name)) for name in ("tags", "keys", "properties")]
             for i in range(record_batch.num_rows):
                 topic = (topics[i] if topics is not None else None) or self.topic
+                if topic is None:
+                    raise RocketMQSourceError("row with a null topic and no topic option: give the option topic")
                 body = bodies[i]
                 if body is None:
                     raise RocketMQSourceError(f"row with a null body (topic {topic!r}): every row needs a body")

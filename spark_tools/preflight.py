@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from rocketmq_emulator.client import (Admin, BrokerUnreachableError, ClientConfig, ClientError, InvalidArgumentError,
                                       NoRouteError)
 from rocketmq_emulator.client.route import MASTER_ID
+from rocketmq_emulator.protocol.admin_bodies import TopicOffset
+from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY
 
 #: seconds for each connection and request of the checks (and of the progress polls)
@@ -40,7 +42,7 @@ def admin_config(namesrv: str, timeout: float = CHECK_TIMEOUT) -> ClientConfig:
     return ClientConfig().with_(namesrv=namesrv, connect_timeout=timeout, request_timeout=timeout)
 
 
-def landed_offsets(status: dict) -> int:
+def landed_offsets(status: dict[MessageQueue, TopicOffset]) -> int:
     """The sum of the max offsets of a topic's queues (Admin.topic_status)."""
     return sum(offset.max_offset for offset in status.values())
 

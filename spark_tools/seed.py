@@ -85,11 +85,11 @@ def _tag_weights(tags: str | dict[str, int] | list[str] | None) -> dict[str, int
         for item in (t.strip() for t in tags.split(",")):
             if not item:
                 continue
-            name, sep, weight = item.partition(":")
+            name, sep, weight_text = item.partition(":")
             try:
-                weights[name.strip()] = int(weight) if sep else 1
+                weights[name.strip()] = int(weight_text) if sep else 1
             except ValueError:
-                raise SeedError(f"tag weight {weight!r} of {name!r} is not a whole number (use TagA:3,TagB:1)") \
+                raise SeedError(f"tag weight {weight_text!r} of {name!r} is not a whole number (use TagA:3,TagB:1)") \
                     from None
     else:
         weights = {str(t): 1 for t in tags}

@@ -1,5 +1,5 @@
-"""What the broker's and the client's command lines share (RocketMQ keeps this in its `srvutil` module): a
-parser whose errors are one line (JSON with `--json`), and checked argument types.
+"""What every command of the command line shares (RocketMQ keeps this in its `srvutil` module): a parser whose
+errors are one line (JSON with `--json`), checked argument types, and the exit statuses.
 
 Every number and enum on the command line goes through one of these types, so a bad value ends the command
 with one line on stderr and exit status 2, before anything is sent, never with a traceback.

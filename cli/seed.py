@@ -16,14 +16,12 @@ import argparse
 import json
 import os
 import re
-import sys
-import tempfile
 import time
 
-from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, int_range, namesrv_list,
-                                                  report_error)
+from rocketmq_emulator.client.config import DEFAULT_NAMESRV
 
-DEFAULT_NAMESRV = "127.0.0.1:9876"
+from .args import EXIT_FAILURE, EXIT_USAGE, int_range, namesrv_list, report_error
+
 _SPAN_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -67,23 +65,11 @@ def tags_spec(text: str) -> str:
     return text
 
 
-#: the Spark driver's log4j2 configuration: errors only, and the same level for PySpark's gateway logger, so that
-#: Spark prints neither its default-profile notice nor "Setting default log level" while it starts
-_QUIET_LOG4J2 = """rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="rocketmq-emulator seed", description=__doc__.split("\n\n")[0],
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str,
+               help_text: str) -> argparse.ArgumentParser:
+    """The parser of `seed` in the command line's tree."""
+    p = sub.add_parser(command, help=help_text, description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-n", "--namesrvAddr", dest="namesrv", type=namesrv_list,
                    default=os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV,
                    help=f"name server host:port (default $NAMESRV_ADDR or {DEFAULT_NAMESRV})")
@@ -106,17 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-
-
-def main(argv: list[str] | None = None) -> int:
-    started = time.monotonic()
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "seed":
-        argv = argv[1:]
-    OneLineParser.argv = argv
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace, started: float | None = None) -> int:
+    """Check the command line's combinations, then run the job (spark_tools/seed_job.py) and print its summary.
+    `started`: when the command started (time.monotonic()), for the progress lines and the summary."""
+    started = time.monotonic() if started is None else started
     if (args.messages is None) == (args.source is None):
         report_error("rocketmq-emulator seed: give either --messages N (generate) or --from PATH (a file)",
                      "USAGE", as_json=args.json)
@@ -124,58 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.source is not None and "://" not in args.source and not os.path.exists(args.source):
         report_error(f"--from {args.source}: no such file or directory", "USAGE", as_json=args.json)
         return EXIT_USAGE
-    from .preflight import PreflightError, check_target  # the project's client only: no pyspark, no JVM yet
+    from rocketmq_emulator.spark_tools.seed_job import SeedJobError, run_seed_job
     try:
-        target = check_target(args.namesrv, args.topic, args.queues)
-    except PreflightError as exc:
-        report_error(str(exc), "PREFLIGHT", as_json=args.json)
+        outcome = run_seed_job(args.namesrv, args.topic, messages=args.messages, source=args.source,
+                               queues=args.queues, body_size=args.body_size, keys=args.keys, tags=args.tags,
+                               time_span_s=args.time_span, seed=args.seed, partitions=args.partitions,
+                               master=args.master, started=started)
+    except SeedJobError as exc:
+        report_error(str(exc), exc.code, as_json=args.json)
         return EXIT_FAILURE
-    try:
-        from .seed import SeedError, generate, read_file, session, write_topic
-    except ImportError as exc:
-        report_error(f"seed needs pyspark (and pyarrow): pip install 'rocketmq-emulator[spark]' ({exc})", "SETUP",
-                     as_json=args.json)
-        return EXIT_FAILURE
-    from .progress import Progress
-    progress = Progress(args.namesrv, target, args.messages, started, sys.stderr)
-    progress.phase = f"starting Spark ({args.master})"
-    progress.start()
-
-    def fail(message: str, code: str) -> int:
-        progress.stop("failed")
-        report_error(message, code, as_json=args.json)
-        return EXIT_FAILURE
-    try:
-        spark_started = time.monotonic()
-        try:
-            with tempfile.TemporaryDirectory(prefix="rocketmq-seed-") as tmp:  # read once, when the JVM starts
-                log_conf = os.path.join(tmp, "log4j2.properties")
-                with open(log_conf, "w", encoding="utf-8") as f:
-                    f.write(_QUIET_LOG4J2)
-                spark = session(args.master, "rocketmq-emulator seed", log_level="OFF", progress_bar=False, **{
-                    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log_conf}"})
-        except Exception as exc:  # noqa: BLE001 - no JVM, bad master: one line
-            return fail(f"cannot start Spark ({args.master}): {_first_line(exc)}", "SPARK")
-        spark_seconds = time.monotonic() - spark_started
-        try:
-            if args.source is None:
-                df = generate(spark, args.messages, body_size=args.body_size, keys=args.keys, tags=args.tags,
-                              time_span_s=args.time_span, seed=args.seed, partitions=args.partitions)
-            else:
-                progress.phase = f"counting the rows of {args.source}"
-                df = read_file(spark, args.source)
-                progress.total = df.count()
-            progress.phase = "writing"
-            report = write_topic(df, args.topic, args.namesrv)
-            progress.stop("done")
-        except SeedError as exc:
-            return fail(str(exc), "SEED")
-        except Exception as exc:  # noqa: BLE001 - a file Spark cannot read, ...: one line
-            return fail(f"seeding topic {args.topic!r} failed: {_first_line(exc)}", type(exc).__name__)
-        finally:
-            spark.stop()
-    finally:
-        progress.stop("failed")  # a no-op once stopped
+    report, spark_seconds = outcome.report, outcome.spark_seconds
     total_seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"topic": args.topic, "messages": report.messages, "bytes": report.body_bytes,

@@ -1,4 +1,5 @@
-"""`python -m rocketmq_emulator.client` (also `rocketmq-emulator admin|produce|consume`):
+"""The client's commands: `admin <command>` (mqadmin's names and flags, cli/admin_commands.py), `produce`,
+`consume` and `health`, run with this project's client:
 
     admin <command> ...     mqadmin's commands and flags (updateTopic, topicStatus, consumerProgress, ...)
     produce -t TOPIC ...    send lines of stdin (or --message / --count) as messages
@@ -18,18 +19,17 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rocketmq_emulator.protocol.cli_util import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, address, float_range,
-                                                  int_range, namesrv_list, report_error)
+from rocketmq_emulator.client.config import DEFAULT_NAMESRV
+from rocketmq_emulator.client.errors import BrokerResponseError, ClientError
 
-from .config import DEFAULT_NAMESRV
-from .errors import BrokerResponseError, ClientError
+from .args import (EXIT_FAILURE, EXIT_USAGE, OneLineParser, address, float_range, int_range, namesrv_list,
+                   report_error)
 
 if TYPE_CHECKING:  # each command imports what it uses when it runs (`python -X importtime` shows the saving)
     import asyncio
 
-    from .admin import Admin
-    from .push_consumer import PushConsumer
-
+    from rocketmq_emulator.client.admin import Admin
+    from rocketmq_emulator.client.push_consumer import PushConsumer
 
 def _namesrv_default() -> str:
     """$NAMESRV_ADDR (checked like -n: a bad port there is a usage error naming the variable), else the default."""
@@ -48,48 +48,56 @@ def _namesrv_default() -> str:
 THROWAWAY_GROUP = "rocketmq_emulator_console_{pid}"
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `command` (the first word of the command line) other than `admin`, the admin commands
-    are left out (they import the admin client)."""
-    common = OneLineParser(add_help=False)
-    common.add_argument("-n", "--namesrvAddr", dest="namesrv", default=None, type=namesrv_list,
+def _common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """-n, --json and --timeout, which every client command takes."""
+    parser.add_argument("-n", "--namesrvAddr", dest="namesrv", default=None, type=namesrv_list,
                         help="name server host:port, several separated by ';' (default $NAMESRV_ADDR or "
                              f"{DEFAULT_NAMESRV})")
-    common.add_argument("--json", action="store_true", help="machine-readable output; errors as JSON on stderr")
-    common.add_argument("--timeout", type=float_range(0.001, 3600), default=3.0,
+    parser.add_argument("--json", action="store_true", help="machine-readable output; errors as JSON on stderr")
+    parser.add_argument("--timeout", type=float_range(0.001, 3600), default=3.0,
                         help="request timeout in seconds (default 3)")
+    return parser
 
-    parser = OneLineParser(prog="rocketmq-emulator", description="RocketMQ client tools")
-    sub = parser.add_subparsers(dest="command", required=True)
-    admin = sub.add_parser("admin", help="mqadmin-style administration", description="mqadmin-style commands")
-    if command not in ("produce", "consume", "health"):
-        from .cli_admin import add_admin_commands
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str,
+               help_text: str) -> argparse.ArgumentParser:
+    """The parser of `command` (admin, produce, consume or health) in the command line's tree."""
+    if command == "admin":
+        from .admin_commands import add_admin_commands
+        admin = sub.add_parser("admin", help=help_text, description="mqadmin-style commands")
         admin_sub = admin.add_subparsers(dest="admin_command", required=True, metavar="<command>")
-        add_admin_commands(admin_sub, common)
+        add_admin_commands(admin_sub, _common_options(OneLineParser(add_help=False)))
+        return admin
 
-    p = sub.add_parser("produce", parents=[common], help="send messages (stdin lines, --message, --count)")
-    p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-g", "--group", default="rocketmq_emulator_console_producer")
-    p.add_argument("--tags")
-    p.add_argument("-k", "--keys", help="space-separated keys")
-    p.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("-m", "--message", help="the body; with --count, '{i}' becomes the message number")
-    p.add_argument("-c", "--count", type=int_range(1), help="send this many messages built from --message")
-    p.add_argument("--batch", type=int_range(1, 10_000), metavar="SIZE", help="send in batches of SIZE (1-10000)")
-    p.add_argument("--sharding-key", help="keep all messages in one queue, in order")
+    if command == "produce":
+        p = _common_options(sub.add_parser("produce", help=help_text))
+        p.add_argument("-t", "--topic", required=True)
+        p.add_argument("-g", "--group", default="rocketmq_emulator_console_producer")
+        p.add_argument("--tags")
+        p.add_argument("-k", "--keys", help="space-separated keys")
+        p.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("-m", "--message", help="the body; with --count, '{i}' becomes the message number")
+        p.add_argument("-c", "--count", type=int_range(1), help="send this many messages built from --message")
+        p.add_argument("--batch", type=int_range(1, 10_000), metavar="SIZE",
+                       help="send in batches of SIZE (1-10000)")
+        p.add_argument("--sharding-key", help="keep all messages in one queue, in order")
+        return p
 
-    p = sub.add_parser("health", parents=[common], help="check the name server and its brokers (exit 0 or 1)",
-                       description="Checks that the name server answers and that every broker it lists answers; "
-                                   "prints one line and exits 0 (healthy) or 1 (saying which part is down).")
-    p.add_argument("--broker", action="append", default=None, metavar="HOST:PORT", type=address,
-                   help="check this broker address instead of the listed ones (repeatable); the name server "
-                        "must still list a broker")
+    if command == "health":
+        p = _common_options(sub.add_parser(
+            "health", help=help_text,
+            description="Checks that the name server answers and that every broker it lists answers; prints one "
+                        "line and exits 0 (healthy) or 1 (saying which part is down)."))
+        p.add_argument("--broker", action="append", default=None, metavar="HOST:PORT", type=address,
+                       help="check this broker address instead of the listed ones (repeatable); the name server "
+                            "must still list a broker")
+        return p
 
-    p = sub.add_parser("consume", parents=[common], help="print messages of a topic as they arrive",
-                       description="Print the messages of a topic as they arrive, and commit what was printed. "
-                                   "Ctrl-C (or SIGTERM) stops it within a second. Exit status: 0 when it stopped "
-                                   "as asked (Ctrl-C, --max-messages, --idle-timeout), 1 when the topic is "
-                                   "unknown or the broker is lost, 2 for a usage error.")
+    p = _common_options(sub.add_parser(
+        "consume", help=help_text,
+        description="Print the messages of a topic as they arrive, and commit what was printed. Ctrl-C (or SIGTERM) "
+                    "stops it within a second. Exit status: 0 when it stopped as asked (Ctrl-C, --max-messages, "
+                    "--idle-timeout), 1 when the topic is unknown or the broker is lost, 2 for a usage error."))
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-g", "--group", default=None,
                    help="consumer group (default: a throwaway group named " + THROWAWAY_GROUP.format(pid="<pid>")
@@ -101,7 +109,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="print and commit exactly N messages, then exit (default: no limit)")
     p.add_argument("--idle-timeout", type=float_range(0.001), default=None, metavar="SECONDS",
                    help="exit after this many seconds without a message (default: never)")
-    return parser
+    return p
 
 
 def _emit(out: TextIO, args: argparse.Namespace, data: Any, text: str) -> None:
@@ -113,7 +121,7 @@ def _emit(out: TextIO, args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
-    from .admin import Admin
+    from rocketmq_emulator.client.admin import Admin
     async with Admin(args.namesrv, timeout=args.timeout) as admin:
         data, text = await args.run(admin, args)
     _emit(out, args, data, text)
@@ -121,7 +129,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def run_health(args: argparse.Namespace, out: TextIO) -> int:
-    from .health import check_health
+    from rocketmq_emulator.client.health import check_health
     report = await check_health(args.namesrv, args.broker, args.timeout)
     if args.json:
         out.write(json.dumps({"healthy": report.healthy, "detail": report.line}) + "\n")
@@ -145,8 +153,8 @@ def _properties(items: list[str]) -> dict[str, str]:
 
 
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
-    from .message import Message
-    from .producer import Producer
+    from rocketmq_emulator.client.message import Message
+    from rocketmq_emulator.client.producer import Producer
     props = _properties(args.property)
     if args.count is not None:
         template = args.message if args.message is not None else "message {i}"
@@ -199,8 +207,9 @@ async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio
     import signal
 
-    from .admin import Admin
-    from .push_consumer import BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, PushConsumer
+    from rocketmq_emulator.client.admin import Admin
+    from rocketmq_emulator.client.push_consumer import (BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET,
+                                                        PushConsumer)
     throwaway = args.group is None
     group = THROWAWAY_GROUP.format(pid=os.getpid()) if throwaway else args.group
     stop = asyncio.Event()
@@ -229,7 +238,7 @@ async def _consume_until_done(args: argparse.Namespace, out: TextIO, consumer: P
                               stop: asyncio.Event) -> None:
     """Print and ack messages until stopped, N were printed, or the idle timeout passed. Only printed messages
     are acked, so only they are committed. While idle, the broker is checked so a lost one ends the command."""
-    from .cli_admin import message_json
+    from .admin_commands import message_json
     n = 0
     idle_since = last_check = time.monotonic()
     while not stop.is_set():
@@ -268,12 +277,10 @@ async def _forget_group(admin: Admin, group: str) -> None:
         pass
 
 
-def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stdin: TextIO | None = None) -> int:
-    """Exit status: 0 done, 1 the command failed (one line on stderr saying why), 2 a usage error, 130 Ctrl-C
-    during produce or an admin command (consume stops cleanly on Ctrl-C and exits 0)."""
-    argv = sys.argv[1:] if argv is None else argv
-    OneLineParser.argv = argv
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stdin: TextIO | None = None) -> int:
+    """Run a parsed client command. Exit status: 0 done, 1 the command failed (one line on stderr saying why),
+    2 a usage error, 130 Ctrl-C during produce or an admin command (consume stops cleanly on Ctrl-C and exits
+    0)."""
     out = stdout or sys.stdout
     as_json = getattr(args, "json", False)
     import asyncio

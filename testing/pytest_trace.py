@@ -1,4 +1,4 @@
-"""The pytest plugin's wire-trace section (`client/pytest_plugin.py`, README "pytest plugin"): the lines of its
+"""The pytest plugin's wire-trace section (`pytest_plugin.py`, README "pytest plugin"): the lines of its
 emulator's trace file a failed test's report shows, once the file holds everything traced until then."""
 
 from __future__ import annotations
@@ -60,16 +60,3 @@ def trace_caught_up(namesrv_addr: str, trace: Path, start: int = 0, limit: float
         if time.monotonic() > deadline:
             return False
         time.sleep(0.01)
-
-
-def wait_until_quiet(path: Path, quiet: float = 0.05, limit: float = 2.0) -> None:
-    """Until `path` has not grown for `quiet` seconds (at most `limit`): a guess (benchmarks use it); a test's
-    report waits for `trace_caught_up()` instead."""
-    deadline = time.monotonic() + limit
-    size = -1
-    while time.monotonic() < deadline:
-        now = path.stat().st_size if path.exists() else 0
-        if now == size:
-            return
-        size = now
-        time.sleep(quiet)

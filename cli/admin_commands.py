@@ -1,5 +1,5 @@
-"""`rocketmq-emulator admin <command>`: mqadmin's command names and flags, readable tables by default and
-`--json` for scripts."""
+"""`rocketmq-emulator admin <command>`: mqadmin's command names and flags (their arguments, and what each runs
+with the client's Admin), readable tables by default and `--json` for scripts."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import datetime as _dt
 import re
 from typing import Any, Awaitable, Callable
 
+from rocketmq_emulator.client.admin import Admin
+from rocketmq_emulator.client.errors import InvalidArgumentError
+from rocketmq_emulator.client.message import ReceivedMessage
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
-from rocketmq_emulator.protocol.cli_util import address, boolean, float_range, int_range
 from rocketmq_emulator.protocol.errors import ProtocolError
 
-from .admin import Admin
-from .errors import InvalidArgumentError
-from .message import ReceivedMessage
+from .args import address, boolean, float_range, int_range
 
 
 #: queue counts a topic may have here (RocketMQ has no hard limit; thousands of queues make no sense for tests)
@@ -145,7 +145,8 @@ async def consumer_progress(admin: Admin, a: argparse.Namespace) -> tuple[Any, s
                       "#Inflight", "#Ready", "#LastTime"], rows)
         return {"group": a.group, "consumeTps": tps, "diffTotal": diff, "offsets": data}, \
             f"{text}\n\nConsume TPS: {tps:.2f}\nDiff Total: {diff}"
-    out, rows = [], []
+    out: list[dict[str, Any]] = []
+    rows = []
     for group in await admin.consumer_groups():
         try:
             _, _, diff, tps = await _progress(admin, group)
@@ -293,7 +294,8 @@ async def cluster_list(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
 Command = Callable[[Admin, argparse.Namespace], Awaitable[tuple[Any, str]]]
 
 
-def add_admin_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                       common: argparse.ArgumentParser) -> None:
     def cmd(name: str, fn: Command, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
         p.set_defaults(run=fn)

@@ -1,0 +1,209 @@
+"""`rocketmq-emulator serve`: the name server and the broker(s) in this process (README "Running the broker").
+
+Settings, lowest precedence first: built-in defaults, `--config` (a RocketMQ broker.conf), `ROCKETMQ_EMULATOR_<FLAG>`
+variables, flags. `config_from_args()` is the one place that turns them into the emulator's configuration (through
+the broker's settings), and checks every port they give or imply before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .args import EXIT_USAGE, MAX_PORT, report_error
+from .version import package_version
+
+if TYPE_CHECKING:
+    from rocketmq_emulator.broker.config import EmulatorConfig
+
+ENV_PREFIX = "ROCKETMQ_EMULATOR_"
+
+# flag -> (the setting's key in broker/settings.py, help); ROCKETMQ_EMULATOR_<FLAG> gives it too
+SERVE_FLAGS: dict[str, tuple[str, str]] = {
+    "host": ("host", "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"),
+    "namesrv-port": ("namesrvPort", "name server port (default 9876; 0 picks a free port)"),
+    "broker-port": ("listenPort", "broker port (default 10911; the VIP port is this minus 2; 0 picks "
+                                         "a free port)"),
+    "store-dir": ("storePathRootDir", "store directory (default ./rocketmq-data)"),
+    "advertised-host": ("brokerIP1", "broker host put in route data (Docker/NAT); default: --host, "
+                                                "or with --host 0.0.0.0 this machine's primary address "
+                                                "(127.0.0.1 when only --advertised-port is given)"),
+    "advertised-port": ("advertisedPort", "broker port put in route data (a published port that differs "
+                                                "from --broker-port); default: --broker-port"),
+    "broker-name": ("brokerName", "broker name (default broker-a)"),
+    "brokers": ("brokers",
+                "brokers in this process, 1-26 (default 1): broker-a, broker-b, ... on --broker-port, +10, +20, "
+                "..., each with its own store directory, all behind the one name server"),
+    "cluster-name": ("brokerClusterName", "cluster name (default DefaultCluster)"),
+    "log-level": ("logLevel", "DEBUG, INFO (default), WARNING or ERROR"),
+    "new-group-offset": ("newGroupOffset",
+                         "what a group with no stored offset is told: legacy (4.9.x, default: 0 while the queue's "
+                         "first message is stored) or strict (not found: the client's consumeFromWhere decides)"),
+    "server-side-reset": ("useServerSideResetOffset",
+                          "true (default): the broker also applies a reset at the group's next pull (5.x); "
+                          "false: only online consumers apply it (4.9.x)"),
+    "offset-durability": ("offsetDurability",
+                          "write-behind (default): commits and resets are answered at once and durable within "
+                          "milliseconds; write-through: every offset write (commit, reset, removal) is answered "
+                          "once it is durable"),
+    "broadcast-offset-store": ("enableBroadcastOffsetStore",
+                               "true (default): the broker tracks broadcasting clients' offsets; a client with "
+                               "none resumes from the group's"),
+    "trace-format": ("wireTraceFormat",
+                     "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
+    "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "
+                                                     "numbers, comma-separated, e.g. PULL_MESSAGE,SEND_MESSAGE_V2"),
+    "trace-group": ("wireTraceGroup", "trace only requests naming this consumer or producer group"),
+    "trace-topic": ("wireTraceTopic", "trace only requests naming this topic"),
+}
+
+
+def _setting_type(key: str) -> Callable[[str], Any]:
+    """An argparse type: the settings' parser for `key` (imported when a value is given, so that other commands
+    never load the broker)."""
+    def convert(text: str) -> Any:
+        from rocketmq_emulator.broker.settings import SettingError, parse_value
+        try:
+            return parse_value(key, text)
+        except SettingError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = key
+    return convert
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str,
+               help_text: str) -> argparse.ArgumentParser:
+    """The parser of `serve` in the command line's tree."""
+    serve = sub.add_parser(command, help=help_text,
+                           description="Every flag can also be set with ROCKETMQ_EMULATOR_<FLAG> "
+                                       "(e.g. ROCKETMQ_EMULATOR_BROKER_PORT=20911); flags win over the "
+                                       "environment, which wins over --config.")
+    for flag, (key, flag_help) in SERVE_FLAGS.items():
+        serve.add_argument(f"--{flag}", type=_setting_type(key), default=None, help=flag_help)
+    serve.add_argument("--topic", action="append", type=_setting_type("topics"), default=None,
+                       metavar="NAME[:QUEUES]", help="create this topic at start (8 queues unless given); "
+                       "repeatable, or comma-separated (env ROCKETMQ_EMULATOR_TOPICS=orders:8,payments:4)")
+    serve.add_argument("--group", action="append", type=_setting_type("groups"), default=None,
+                       metavar="NAME", help="create this consumer group at start; repeatable, or comma-separated "
+                       "(env ROCKETMQ_EMULATOR_GROUPS=g1,g2)")
+    serve.add_argument("--trace", nargs="?", const="-", default=None, metavar="FILE",
+                       help="log every request and response, decoded, to FILE (appended) or, without FILE, to "
+                            "standard error (env ROCKETMQ_EMULATOR_TRACE=FILE or -); see --trace-*")
+    serve.add_argument("--ephemeral", action="store_true", default=None,
+                       help="keep the store in a temporary directory removed at exit")
+    serve.add_argument("--config", default=None, metavar="FILE",
+                       help="a RocketMQ broker.conf (brokerName, listenPort, brokerIP1, storePathRootDir, "
+                            "fileReservedTime, deleteWhen, flushDiskType, autoCreateTopicEnable, ...)")
+    return serve
+
+
+class ConfigError(Exception):
+    """A setting that cannot be used (bad environment value, unreadable --config file, a port out of range)."""
+
+
+def check_ports(config: EmulatorConfig) -> None:
+    """Every port the settings give or imply is a real one (the system would otherwise wrap it modulo 65536):
+    each broker's (+10 per extra broker), its VIP port (-2) and advertised port."""
+    from rocketmq_emulator.broker.config import BROKER_PORT_STEP, VIP_PORT_OFFSET
+    broker, count = config.broker, len(config.brokers)
+    last = count - 1
+    listen = broker.listen_port
+    if listen and last:
+        top = listen + BROKER_PORT_STEP * last
+        if top > MAX_PORT:
+            raise ConfigError(f"--broker-port {listen} with --brokers {count}: the last broker would listen on "
+                              f"{top}, past {MAX_PORT} (use a broker port of at most "
+                              f"{MAX_PORT - BROKER_PORT_STEP * last}, or 0)")
+    if listen and broker.vip_channel_enabled and listen - VIP_PORT_OFFSET < 1:
+        raise ConfigError(f"--broker-port {listen}: its VIP port would be {listen - VIP_PORT_OFFSET} (the broker "
+                          f"port minus {VIP_PORT_OFFSET}); use {VIP_PORT_OFFSET + 1} to {MAX_PORT}, or 0 for a "
+                          f"free port")
+    advertised = broker.advertised_port
+    if advertised is not None:
+        top = advertised + BROKER_PORT_STEP * last
+        if advertised < 1 or top > MAX_PORT:
+            more = f" with --brokers {count} (the last broker would advertise {top})" if last else ""
+            raise ConfigError(f"--advertised-port {advertised}{more}: use 1 to "
+                              f"{MAX_PORT - BROKER_PORT_STEP * last}")
+
+
+def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> EmulatorConfig:
+    """broker.conf, then the environment, then flags, each a mapping of setting key -> text or value, through
+    the settings' one parser."""
+    from rocketmq_emulator.broker.settings import SettingError, emulator_config, parse_value, read_broker_conf
+    values: dict[str, Any] = {}
+    unknown: list[str] = []
+    conf_file = args.config or environ.get(ENV_PREFIX + "CONFIG")
+    if conf_file:
+        try:
+            values, unknown = read_broker_conf(conf_file)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the broker.conf {conf_file!r}: {exc.strerror or exc}") from None
+        except SettingError as exc:
+            raise ConfigError(f"{conf_file}: {exc}") from None
+    given = [(key, getattr(args, flag.replace("-", "_")), flag.replace("-", "_").upper())
+             for flag, (key, _) in SERVE_FLAGS.items()]
+    given += [(key, None if chunks is None else [item for chunk in chunks for item in chunk], key.upper())
+              for key, chunks in (("topics", args.topic), ("groups", args.group))]
+    given.append(("wireTrace", args.trace, "TRACE"))
+    for key, value, env_name in given:
+        env = environ.get(ENV_PREFIX + env_name)
+        if value is None and env:
+            try:
+                value = parse_value(key, env)
+            except SettingError as exc:
+                raise ConfigError(f"{ENV_PREFIX}{env_name}={env!r}: {exc}") from None
+        if value is not None:
+            values[key] = value
+    if args.ephemeral or environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes"):
+        values["ephemeral"] = True
+    config = emulator_config(values, unknown_keys=unknown)
+    check_ports(config)
+    return config
+
+
+def process_started() -> float:
+    """When this process started, on the `time.perf_counter()` clock (Linux: from /proc, to 10 ms; elsewhere
+    the first call, i.e. roughly when the command line was parsed)."""
+    global _STARTED
+    if _STARTED is None:
+        try:
+            with open("/proc/self/stat", "rb") as f:
+                start_ticks = int(f.read().rpartition(b")")[2].split()[19])
+            age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+            _STARTED = time.perf_counter() - max(0.0, age)
+        except (OSError, ValueError, IndexError, AttributeError):
+            _STARTED = time.perf_counter()
+    return _STARTED
+
+
+_STARTED: float | None = None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        report_error(str(exc), "CONFIG", as_json=False)
+        return EXIT_USAGE
+    import logging
+    logging.basicConfig(level=config.log_level.value, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("rocketmq_emulator").info("rocketmq-emulator %s", package_version())
+    if config.unknown_keys:
+        logging.getLogger("rocketmq_emulator").warning("ignored unknown broker.conf keys: %s",
+                                                       ", ".join(config.unknown_keys))
+    import uvloop
+
+    from rocketmq_emulator.broker.emulator import serve
+    try:
+        uvloop.run(serve(config, started=process_started()))
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - a clear line instead of a traceback for start-up failures
+        logging.getLogger("rocketmq_emulator").error("cannot start: %s", exc)
+        return 1
+    return 0
