@@ -13,10 +13,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # Runtime requirements only (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
 COPY pyproject.toml README.md /src/
 COPY broker /src/broker
+COPY cli /src/cli
 COPY client /src/client
 COPY protocol /src/protocol
 COPY spark_tools /src/spark_tools
 COPY store /src/store
+COPY testing /src/testing
 RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-compile /src \
     && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \

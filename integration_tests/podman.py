@@ -79,6 +79,26 @@ def prepare() -> str | None:
     return _install_podman() or _ensure_base()
 
 
+_built: dict[str, str | None | Exception] = {}
+
+
+def prepared_image() -> tuple[str, str | None]:
+    """`prepare()` and `build()` once per process (the test modules share the build, and a failed build is
+    not tried again): (IMAGE, None), or (IMAGE, why podman or the base image cannot be had)."""
+    if IMAGE not in _built:
+        try:
+            reason = prepare()
+            if reason is None:
+                build()
+            _built[IMAGE] = reason
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            _built[IMAGE] = exc
+    outcome = _built[IMAGE]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return IMAGE, outcome
+
+
 def build(tag: str = IMAGE) -> float:
     """Build the project's Dockerfile; returns the seconds it took."""
     t0 = time.perf_counter()

@@ -14,20 +14,19 @@ import pytest
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
 from integration_tests import podman
-from integration_tests.conftest import free_port
 from integration_tests.cppclient import run_driver, start_driver
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
+from rocketmq_emulator.testing.waits import wait_for
 
 pytestmark = pytest.mark.timeout(1500)
 
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    reason = podman.prepare()
+    tag, reason = podman.prepared_image()
     if reason is not None:
         pytest.skip(f"container tests need podman and a base image: {reason}")
-    podman.build()
-    return podman.IMAGE
+    return tag
 
 
 @pytest.fixture
@@ -103,7 +102,6 @@ async def test_volume_backed_store_survives_a_new_container(container):
 
 
 async def test_several_brokers_stop_start_and_a_trace_from_the_environment(container):
-    from integration_tests.conftest import free_broker_port
     ns_port, broker_port = free_port(), free_broker_port(2)
     name = container("-p", f"{ns_port}:9876", "-p", f"{broker_port}:10911", "-p", f"{broker_port + 10}:10921",
                      "-e", "ROCKETMQ_EMULATOR_ADVERTISED_HOST=127.0.0.1",
