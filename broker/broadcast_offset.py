@@ -180,8 +180,8 @@ class BroadcastOffsetManager:
             if not clients:
                 del self.clients[key]
         if expire:
-            for key in [k for k, r in self.resets.items() if now - r.created >= self.expire_s]:
-                del self.resets[key]
+            for reset_key in [k for k, r in self.resets.items() if now - r.created >= self.expire_s]:
+                del self.resets[reset_key]
 
     def shutdown(self) -> None:
         """The clean stop's last scan, once no pull can come any more (5.x's shutdown): the clients' latest

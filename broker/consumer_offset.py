@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper, DataVersion
 from rocketmq_emulator.protocol.topics import BROADCAST_OFFSET_SUFFIX
@@ -86,10 +87,10 @@ class ConsumerOffsetManager:
                 else:
                     table.setdefault(key, {})[queue] = offset
             self.writer = JournalWriter(self.journal)
-        if self.compensated:
-            log.warning("recovered %d consumer offset(s) from %s committed after %s was last written (the broker "
-                        "did not stop cleanly)", self.compensated, self.journal.path.name, self.path.name)
-            self._dirty = True
+            if self.compensated:
+                log.warning("recovered %d consumer offset(s) from %s committed after %s was last written (the "
+                            "broker did not stop cleanly)", self.compensated, self.journal.path.name, self.path.name)
+                self._dirty = True
         self.offset_table = table
 
     def _record(self, key: str, queue_id: int, offset: int | None) -> None:
@@ -225,7 +226,7 @@ class ConsumerOffsetManager:
     def remove_topic(self, topic: str) -> None:
         self._remove(lambda k: k.startswith(f"{topic}@"))
 
-    def _remove(self, match) -> None:
+    def _remove(self, match: Callable[[str], bool]) -> None:
         for key in [k for k in self.offset_table if match(k)]:
             for queue_id in self.offset_table[key]:
                 self._record(key, queue_id, None)

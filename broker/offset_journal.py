@@ -25,6 +25,7 @@ import concurrent.futures
 import logging
 import sqlite3
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger("rocketmq_emulator.offsets")
 
@@ -167,7 +168,7 @@ class JournalWriter:
         """consumerOffset.json holding everything up to `up_to_seq` is on disk: drop the removal markers it
         reflects (where the journal is written: the loop, or the worker thread after the queued writes), then
         checkpoint the WAL on the worker thread. Failures are only logged: the next round tries again."""
-        def run(fn, *args) -> None:  # type: ignore[no-untyped-def]
+        def run(fn: Callable[..., object], *args: object) -> None:
             try:
                 fn(*args)
             except Exception as exc:  # noqa: BLE001

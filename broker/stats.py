@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections import deque
+from functools import partial
 from time import perf_counter_ns
 from typing import Callable, NamedTuple
 
@@ -84,7 +85,8 @@ class StatsItem:
     def __init__(self) -> None:
         self.value = 0
         self.times = 0
-        self.windows = tuple(deque(maxlen=keep) for _, keep in WINDOWS)
+        # per window: (ms, times, value) snapshots
+        self.windows: tuple[deque[tuple[int, int, int]], ...] = tuple(deque(maxlen=keep) for _, keep in WINDOWS)
 
     def counts(self) -> tuple[int, int]:
         return self.times, self.value
@@ -191,7 +193,7 @@ class BrokerStatsManager:
     def start(self, every: Callable[[float, Callable[[], object]], None]) -> None:
         """Start the sampling timers with `every(seconds, fn)` (a `PeriodicTasks.every`)."""
         for window, (interval, _) in enumerate(WINDOWS):
-            every(interval, lambda w=window: self.sample(w))
+            every(interval, partial(self.sample, window))
         every(1.0, self.sample_store)
 
     # -- counting (hot paths) -----------------------------------------------------------------------

@@ -27,11 +27,9 @@ from .consumer_offset import ConsumerOffsetManager
 
 
 def answer_when_durable(table: DispatchTable, offsets: ConsumerOffsetManager, *, skip: Iterable[int] = ()) -> None:
-    """Wrap every handler of `table` but those of `skip` (run handlers are left alone: sends write no offsets)."""
-    for code in sorted(table.codes() - {int(c) for c in skip}):
-        handler = table.get(code)
-        assert handler is not None
-        table.register(code, _durable(handler, offsets))
+    """Wrap every handler of `table` but those of `skip`, those of request families loaded later included (run
+    handlers are left alone: sends write no offsets)."""
+    table.wrap_handlers(lambda handler: _durable(handler, offsets), skip=skip)
 
 
 def not_durable(request: RemotingCommand, exc: BaseException) -> RemotingCommand:
@@ -55,7 +53,7 @@ def _durable(handler: Handler, offsets: ConsumerOffsetManager) -> Handler:
         if result is not None and inspect.isawaitable(result):
             return _awaited(result, offsets, seq, request)
         return result
-    handle.__wrapped__ = handler  # type: ignore[attr-defined]
+    handle.__wrapped__ = handler  # type: ignore[attr-defined]  # a function attribute, which mypy does not model
     return handle
 
 

@@ -49,7 +49,7 @@ class AllocateMessageQueueAveragelyByCircle:
         return list(mqs[i::len(cids)])
 
 
-STRATEGIES: dict[str, type] = {"averagely": AllocateMessageQueueAveragely,
+STRATEGIES: dict[str, type[AllocateStrategy]] = {"averagely": AllocateMessageQueueAveragely,
                                "by_circle": AllocateMessageQueueAveragelyByCircle}
 
 

@@ -8,6 +8,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .errors import InvalidArgumentError
 
@@ -45,8 +46,8 @@ class ClientConfig:
             config = config.with_(instance_name=instance_name)
         return config
 
-    def with_(self, **changes: object) -> ClientConfig:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **changes: Any) -> ClientConfig:
+        return replace(self, **changes)
 
     @property
     def namesrv_addrs(self) -> list[str]:

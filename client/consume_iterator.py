@@ -38,7 +38,7 @@ class IteratorConsumeService:
     def _take(self, m: ReceivedMessage | None) -> ReceivedMessage | None:
         """A message to hand out, or None when it belongs to a queue this consumer gave up."""
         pq = m._pq if m is not None else None
-        if pq is None or pq.dropped:
+        if not isinstance(pq, ProcessQueue) or pq.dropped:
             return None
         pq.begin()
         return m
@@ -85,13 +85,13 @@ class IteratorConsumeService:
                 self.ready.put_nowait(_STOP)
                 break
             if self._take(m) is not None:
-                out.setdefault(m.message_queue, []).append(m)  # type: ignore[union-attr]
+                out.setdefault(m.message_queue, []).append(m)
                 n += 1
         return out
 
     def ack(self, msg: ReceivedMessage) -> None:
         pq = msg._pq
-        if pq is None:
+        if not isinstance(pq, ProcessQueue):
             return  # acked already, or not a message of this consumer
         msg._pq = None
         pq.end()
@@ -100,7 +100,7 @@ class IteratorConsumeService:
 
     def nack(self, msg: ReceivedMessage, delay_level: int = 0) -> None:
         pq = msg._pq
-        if pq is None:
+        if not isinstance(pq, ProcessQueue):
             return
         if self.stopped:
             raise ClientStateError("the consumer is stopped; a message can no longer be nacked")

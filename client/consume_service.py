@@ -216,8 +216,8 @@ class ConcurrentConsumeService:
                             m.msg_id)
             commit(ctx, pq, msgs)
             return
-        failed = []
-        done = []
+        failed: list[ReceivedMessage] = []
+        done: list[ReceivedMessage] = []
         for m in msgs:
             (done if await send_message_back(ctx, m) else failed).append(m)
         if done:

@@ -97,7 +97,7 @@ class BrokerResponseError(ClientError, BrokerError):
         self.args = (text,)
 
     def __str__(self) -> str:
-        return self.args[0]
+        return str(self.args[0])
 
 
 class ConsumerNotOnlineError(BrokerResponseError):

@@ -89,6 +89,9 @@ class ReceivedMessage(MessageExt):
     original topic again (as in Java) while `message_queue` names the retry queue. The body is uncompressed."""
 
     __slots__ = ("broker_name", "message_queue", "_pq")
+    broker_name: str
+    message_queue: MessageQueue
+    _pq: object | None  # the ProcessQueue holding it while it is consumed (process_queue.py imports this module)
 
     @property
     def queue(self) -> MessageQueue:
@@ -120,7 +123,7 @@ def decode_received(body: bytes, mq: MessageQueue, retry_topic: str | None = Non
         except ProtocolError:
             break
         pos += m.store_size
-        msgs.append(m)  # type: ignore[arg-type]
+        msgs.append(m)
     broker = mq.broker_name
     for m in msgs:
         m.broker_name = broker

@@ -82,7 +82,7 @@ class ProcessQueue:
 
     # -- orderly ------------------------------------------------------------------------------------
     def take(self, n: int) -> list[ReceivedMessage]:
-        out = []
+        out: list[ReceivedMessage] = []
         table = self.msgs
         while table and len(out) < n:
             off = next(iter(table))
@@ -160,7 +160,10 @@ class ProcessQueue:
         """ProcessQueueInfo for GET_CONSUMER_RUNNING_INFO."""
         now_ms = int(time.time() * 1000)
         mono = time.monotonic()
-        to_ms = lambda t: now_ms - int((mono - t) * 1000) if t else 0  # noqa: E731
+
+        def to_ms(t: float) -> int:
+            return now_ms - int((mono - t) * 1000) if t else 0
+
         return {"commitOffset": commit_offset, "cachedMsgMinOffset": self.first_offset() if self.msgs else 0,
                 "cachedMsgMaxOffset": self.max_offset if self.msgs else 0, "cachedMsgCount": self.msg_count,
                 "cachedMsgSizeInMiB": self.msg_size // (1024 * 1024), "transactionMsgMinOffset": 0,

@@ -35,9 +35,9 @@ from .route import TopicPublishInfo
 
 __all__ = ["Producer", "SendResult", "SendStatus", "select_queue_by_hash"]
 
-_SEND_OK_CODES = {ResponseCode.SUCCESS: "SEND_OK", ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-                  ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-                  ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
+_SEND_OK_CODES: dict[int, str] = {
+    ResponseCode.SUCCESS: "SEND_OK", ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT", ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
 
 
 class SendStatus(enum.Enum):
@@ -288,10 +288,10 @@ class Producer(InstanceUser):
                 if info.from_default_topic:
                     instance.refresh_route_soon(topic)
                 return _result(response.ext_fields or {}, SendStatus(status), uniq, mq)
-            exc = response_error(response.code, response.remark, operation=f"send to {topic!r}", addr=addr)
+            error = response_error(response.code, response.remark, operation=f"send to {topic!r}", addr=addr)
             if response.code not in RETRIABLE_SEND_CODES:
-                raise exc
-            last_exc = exc
+                raise error
+            last_exc = error
             avoid = mq.broker_name
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
                 instance.publish.pop(topic, None)

@@ -43,7 +43,7 @@ class PullMessageService:
     def start_pulling(self, pq: ProcessQueue) -> None:
         task = asyncio.get_running_loop().create_task(self.pull_loop(pq))
         self.tasks[pq] = task
-        task.add_done_callback(lambda t, pq=pq: self._done(pq, t))
+        task.add_done_callback(lambda t: self._done(pq, t))
 
     def is_pulling(self, pq: ProcessQueue) -> bool:
         return pq in self.tasks

@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 
 from rocketmq_emulator.broker.broadcast_offset import BroadcastOffsetManager
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
-from integration_tests.test_cli_input import run
-from tests.client.helpers import held_pulls, wait_for
-
-
-def wait_until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
-    return True
+from rocketmq_emulator.testing.command_line import run_cli as run
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for, wait_until
 
 
 async def create_topic(ns: str, topic: str, queues: int) -> None:
@@ -121,7 +112,7 @@ async def test_a_clean_stop_keeps_the_latest_broadcast_offsets(emulator, tmp_pat
 # ----------------------------------------------------------------------------------------------------------
 async def test_a_member_back_after_its_entry_expired_resumes_every_queue_at_its_own_position(
         emulator_factory, tmp_path):
-    emu = emulator_factory(broadcast_offset_expire_s=1.0)
+    emu = emulator_factory(broadcast_offset_expire_second=1.0)
     ns, topic, group = emu.namesrv_addr, "BcExpire", "bc_expire"
     await create_topic(ns, topic, 4)
     slow_got: list[str] = []

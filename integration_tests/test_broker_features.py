@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
-from rocketmq_emulator.broker.cli import build_parser, config_from_args
+from rocketmq_emulator.broker.settings import emulator_config
+from rocketmq_emulator.cli.main import build_parser
+from rocketmq_emulator.cli.serve import config_from_args
+from rocketmq_emulator.store.config import FlushDiskType
 from rocketmq_emulator.client import Admin
 from rocketmq_emulator.broker.emulator import Emulator, second_broker
 from rocketmq_emulator.protocol.transport import MAX_IN_FLIGHT
-from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
-from integration_tests.rawclient import RawClient
-from integration_tests.test_broker_protocol import pull_request, send_request
+from integration_tests.rawclient import RawClient, pull_request, send_request
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, encode_command, encode_command_bytes
 from rocketmq_emulator.protocol.admin_bodies import TopicConfigSerializeWrapper, TopicStatsTable
 from rocketmq_emulator.protocol.bodies import (ConsumerConnection, ConsumerData, GetConsumerListByGroupResponseBody,
@@ -61,7 +65,7 @@ def test_heartbeat_registers_and_notifies_group_members(emulator):
 
 
 def test_silent_channel_expires(emulator_factory):
-    emu = emulator_factory(channel_expired_timeout_s=0.5)
+    emu = emulator_factory(channel_expired_timeout_second=0.5)
 
     async def scenario():
         async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
@@ -205,31 +209,29 @@ def test_config_precedence_broker_conf_env_flags(tmp_path):
                     "defaultTopicQueueNums=2\nsomethingNew=1\n# comment\n")
     args = build_parser().parse_args(["serve", "--config", str(conf), "--broker-name", "from-flag"])
     cfg = config_from_args(args, {"ROCKETMQ_EMULATOR_CLUSTER_NAME": "from-env", "ROCKETMQ_EMULATOR_BROKER_NAME": "env"})
-    assert cfg.broker_name == "from-flag"  # flag beats env beats file
-    assert cfg.cluster_name == "from-env"
-    assert (cfg.broker_port, cfg.advertised_host, cfg.file_reserved_time_hours, cfg.delete_when) == \
-        (30911, "10.1.2.3", 1.0, "01;02")
-    assert cfg.flush_disk_type == "SYNC_FLUSH" and cfg.auto_create_topic_enable is False
-    assert cfg.default_topic_queue_nums == 2 and cfg.unknown_keys == ["somethingNew"]
-    assert cfg.broker_addr == "10.1.2.3:30911"
+    b = cfg.broker
+    assert b.broker_name == "from-flag"  # flag beats env beats file
+    assert b.broker_cluster_name == "from-env"
+    assert (b.listen_port, b.broker_ip1, b.store.file_reserved_time, b.store.delete_when) == \
+        (30911, "10.1.2.3", 1, "01;02")
+    assert b.store.flush_disk_type is FlushDiskType.SYNC_FLUSH and b.auto_create_topic_enable is False
+    assert b.default_topic_queue_nums == 2 and cfg.unknown_keys == ("somethingNew",)
 
 
 def test_topics_groups_and_advertised_defaults_from_flags_and_environment(tmp_path):
-    from rocketmq_emulator.broker.config import primary_address, resolve_advertised_host
+    from rocketmq_emulator.broker.config import primary_address
     args = build_parser().parse_args(["serve", "--topic", "orders:3,pay", "--topic", "audit:1", "--group", "g1"])
     cfg = config_from_args(args, {"ROCKETMQ_EMULATOR_TOPICS": "ignored:2", "ROCKETMQ_EMULATOR_GROUPS": "g2,g3"})
-    assert cfg.topics == [("orders", 3), ("pay", 8), ("audit", 1)]  # flags win over the environment
-    assert cfg.groups == ["g1"]
+    assert cfg.topics == (("orders", 3), ("pay", 8), ("audit", 1))  # flags win over the environment
+    assert cfg.groups == ("g1",)
     cfg = config_from_args(build_parser().parse_args(["serve"]),
                            {"ROCKETMQ_EMULATOR_TOPICS": "a:2, b", "ROCKETMQ_EMULATOR_GROUPS": "g2,g3",
                             "ROCKETMQ_EMULATOR_HOST": "0.0.0.0"})
-    assert (cfg.topics, cfg.groups) == ([("a", 2), ("b", 8)], ["g2", "g3"])
-    resolve_advertised_host(cfg)
-    assert cfg.broker_addr == f"{primary_address()}:10911" and not cfg.broker_addr.startswith("0.0.0.0")
+    assert (cfg.topics, cfg.groups) == ((("a", 2), ("b", 8)), ("g2", "g3"))
+    assert cfg.broker.broker_ip1 == primary_address() != "0.0.0.0"
     cfg = config_from_args(build_parser().parse_args(["serve", "--host", "0.0.0.0", "--advertised-port", "20911"]),
                            {})
-    resolve_advertised_host(cfg)
-    assert cfg.broker_addr == "127.0.0.1:20911"  # a port published on this host
+    assert (cfg.broker.broker_ip1, cfg.broker.advertised_port) == ("127.0.0.1", 20911)  # published on this host
 
 
 def test_configured_topics_and_groups_exist_at_start(emulator_factory):
@@ -243,7 +245,7 @@ def test_configured_topics_and_groups_exist_at_start(emulator_factory):
 
 
 def test_advertised_address_in_routes_and_message_ids(emulator_factory):
-    emu = emulator_factory(advertised_host="203.0.113.9", advertised_port=20911)
+    emu = emulator_factory(broker_ip1="203.0.113.9", advertised_port=20911)
 
     async def scenario():
         async with await RawClient.connect("127.0.0.1", emu.namesrv_port) as ns, \
@@ -257,15 +259,13 @@ def test_advertised_address_in_routes_and_message_ids(emulator_factory):
 
 
 def test_two_brokers_behind_one_name_server(tmp_path):
-    from rocketmq_emulator.broker.config import BrokerConfig
-    cfg = BrokerConfig(namesrv_port=free_port(), broker_port=free_broker_port(), store_dir=str(tmp_path / "a"),
-                       mapped_file_size_commitlog=1 << 24)
-    other = second_broker(cfg)
-    other.broker_port = free_broker_port()
+    cfg = emulator_config(namesrv_port=free_port(), listen_port=free_broker_port(),
+                          store_path_root_dir=str(tmp_path / "a"), mapped_file_size_commit_log=1 << 24)
+    other = replace(second_broker(cfg.broker), listen_port=free_broker_port())
 
     async def scenario():
         async with Emulator(cfg, [other]) as emu:
-            for port in (cfg.broker_port, other.broker_port):
+            for port in (cfg.broker.listen_port, other.listen_port):
                 async with await RawClient.connect("127.0.0.1", port) as c:
                     assert (await c.request(send_request("Both"))).code == ResponseCode.SUCCESS
             async with await RawClient.connect("127.0.0.1", emu.namesrv.port) as ns:
@@ -273,7 +273,7 @@ def test_two_brokers_behind_one_name_server(tmp_path):
     route = TopicRouteData.decode(asyncio.run(scenario()).body)
     assert sorted(q.broker_name for q in route.queue_datas) == ["broker-a", "broker-b"]
     assert sorted(b.broker_addrs[0] for b in route.broker_datas) == sorted(
-        [f"127.0.0.1:{cfg.broker_port}", f"127.0.0.1:{other.broker_port}"])
+        [f"127.0.0.1:{cfg.broker.listen_port}", f"127.0.0.1:{other.listen_port}"])
 
 
 def test_cpp_batch_send_stores_each_message(emulator, cpp_home):
@@ -374,7 +374,7 @@ def test_broker_runtime_info(emulator):
 
 
 def test_full_disk_answers_service_not_available_and_keeps_acked_data(tiny_fs):
-    emu = EmulatorThread(tiny_fs / "store", mapped_file_size_commitlog=64 * 1024 * 1024).start()
+    emu = EmulatorThread(tiny_fs / "store", mapped_file_size_commit_log=64 * 1024 * 1024).start()
     ballast = tiny_fs / "ballast"
     ballast.write_bytes(b"\1" * (8 * 1024 * 1024))
     try:
@@ -450,7 +450,7 @@ def test_a_client_that_stops_reading_pauses_its_connection_only(emulator):
 
 
 def test_consumer_offsets_reach_the_file_while_running(emulator_factory):
-    emu = emulator_factory(flush_consumer_offset_interval_ms=100)
+    emu = emulator_factory(flush_consumer_offset_interval=100)
 
     async def commit():
         async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:

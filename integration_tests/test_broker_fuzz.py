@@ -11,9 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from integration_tests.conftest import EmulatorThread
-from integration_tests.rawclient import RawClient
-from integration_tests.test_broker_protocol import send_request
+from integration_tests.rawclient import RawClient, send_request
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 
 CODES = [int(c) for c in RequestCode] + [0, -1, 99999]

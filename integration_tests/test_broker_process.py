@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from integration_tests.conftest import free_broker_port, free_port
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
+from rocketmq_emulator.testing.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "rocketmq_emulator.broker"]
+CLI = COMMAND
 
 
 class Server:
@@ -54,15 +56,6 @@ class Server:
         self.proc.send_signal(sig)
         self.proc.wait(30)
         self.log.close()
-
-
-def wait_until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

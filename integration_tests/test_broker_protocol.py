@@ -8,32 +8,20 @@ import os
 import signal
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 
-from integration_tests.conftest import EmulatorThread, free_broker_port, free_port
 from integration_tests.cppclient import run_driver
-from integration_tests.rawclient import RawClient
+from integration_tests.rawclient import RawClient, pull_request, send_request
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import ClusterInfo, TopicRouteData
-from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from rocketmq_emulator.protocol.message import decode_messages, encode_properties
+from rocketmq_emulator.protocol.message import decode_messages
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def send_request(topic: str, body: bytes = b"hello", **props: str) -> RemotingCommand:
-    h = SendMessageRequestHeader(producer_group="PG", topic=topic, queue_id=0, born_timestamp=int(time.time() * 1000),
-                                 properties=encode_properties({"TAGS": "TagA", **props}))
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body)
-
-
-def pull_request(topic: str, offset: int, suspend_ms: int = 15000, group: str = "G") -> RemotingCommand:
-    h = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=0, queue_offset=offset, max_msg_nums=32,
-                                 sys_flag=0x2 | 0x4, suspend_timeout_millis=suspend_ms, subscription="*")
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
 
 
 def run(emu: EmulatorThread, coro):
@@ -159,8 +147,8 @@ def test_bad_input_then_the_cpp_client_still_works(emulator, cpp_home):
 def test_serve_process_ready_line_and_sigterm(tmp_path):
     ns_port, broker_port = free_port(), free_broker_port()
     env = {**os.environ, "ROCKETMQ_EMULATOR_BROKER_PORT": str(broker_port)}
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--namesrv-port", str(ns_port),
-                             "--store-dir", str(tmp_path / "store")], cwd=ROOT, env=env,
+    proc = subprocess.Popen([*COMMAND, "serve", "--namesrv-port", str(ns_port), "--store-dir", str(tmp_path / "store")],
+                            cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         lines = []

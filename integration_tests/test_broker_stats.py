@@ -14,7 +14,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,8 +27,9 @@ from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, ViewBrokerStatsDataRequestHeader
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
 from rocketmq_emulator.protocol.stats_bodies import BrokerStatsData
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 
-from .conftest import EmulatorThread
 from .rawclient import RawClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ RUNTIME_KEYS_498 = (
 
 def cli_json(ns: str, *args: str):
     """This project's `rocketmq-emulator admin ... --json`, as a user runs it."""
-    proc = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", *args, "-n", ns, "--json"],
+    proc = subprocess.run([*COMMAND, "admin", *args, "-n", ns, "--json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "NAMESRV_ADDR": ""})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -65,7 +65,7 @@ def seen(java_clients, tmp_path_factory):
     """Run the scenario; what mqadmin printed (by command) and this CLI's progress while online and after."""
     tmp = tmp_path_factory.mktemp("stats")
     emu = EmulatorThread(tmp / "store").start()
-    ns, addr = emu.namesrv_addr, emu.broker.config.broker_addr
+    ns, addr = emu.namesrv_addr, emu.broker.broker_addr
 
     async def scenario() -> dict:
         async with Producer("stats_producer", namesrv=ns) as producer:

@@ -5,19 +5,20 @@ SIGTERM, reports an unknown topic or a lost broker, and leaves no throwaway grou
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from rocketmq_emulator.client import Admin
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.command_line import run_cli as run
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "rocketmq_emulator.broker"]  # what the `rocketmq-emulator` script runs
+CLI = COMMAND  # what the `rocketmq-emulator` script runs
 
 BAD_VALUES = [
     ["serve", "--config", "/nonexistent/broker.conf"],
@@ -59,11 +60,6 @@ BAD_VALUES = [
 ]
 
 
-def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "NAMESRV_ADDR": "", **(env or {})})
-
-
 @pytest.mark.parametrize("args", BAD_VALUES, ids=[" ".join(a) for a in BAD_VALUES])
 def test_a_bad_value_is_one_line_and_status_2(args):
     proc = run(*args)
@@ -90,14 +86,14 @@ def test_a_bad_broker_conf_value_is_one_line(tmp_path):
     proc = run("serve", "--config", str(conf))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
-        f"error: {conf}: invalid value 'sometimes' for newGroupOffset: use legacy or strict")
+        f"error: {conf}: invalid value for newGroupOffset: 'sometimes' is not one of legacy, strict")
 
 
 def test_a_bad_environment_value_is_one_line():
     proc = run("serve", env={"ROCKETMQ_EMULATOR_BROKER_PORT": "lots"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "error: ROCKETMQ_EMULATOR_BROKER_PORT='lots': 'lots' is not a whole number"]
+        "error: ROCKETMQ_EMULATOR_BROKER_PORT='lots': invalid value for listenPort: 'lots' is not an int"]
 
 
 @pytest.mark.parametrize("json_out", [False, True])
@@ -177,7 +173,6 @@ def test_consume_of_an_unknown_topic_fails_at_once(emulator):
 
 
 def test_consume_reports_a_lost_broker(tmp_path):
-    from integration_tests.conftest import free_broker_port, free_port
     ns_port, broker_port = free_port(), free_broker_port()
     server = subprocess.Popen([*CLI, "serve", "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
                                "--store-dir", str(tmp_path / "store")], cwd=ROOT, stderr=subprocess.PIPE, text=True)
@@ -249,7 +244,8 @@ def test_a_bad_topic_list_in_the_environment_is_one_line():
     proc = run("serve", env={"ROCKETMQ_EMULATOR_TOPICS": "orders:8,payments:x"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "error: ROCKETMQ_EMULATOR_TOPICS='orders:8,payments:x': topic 'payments:x': the queue count 'x' is not a "
+        "error: ROCKETMQ_EMULATOR_TOPICS='orders:8,payments:x': invalid value for topics: topic 'payments:x': the "
+        "queue count 'x' is not a "
         "number"]
 
 

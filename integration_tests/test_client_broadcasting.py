@@ -11,7 +11,8 @@ from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper, ResetOffsetBody
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.headers import ResetOffsetRequestHeader
-from tests.client.helpers import held_pulls, wait_for
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "BcTopic"
 GROUP = "bc_group"

@@ -1,4 +1,4 @@
-"""`python -m rocketmq_emulator.client` (what `rocketmq-emulator admin|produce|consume` runs) against a live broker: every admin
+"""`rocketmq-emulator admin|produce|consume` against a live broker: every admin
 command with its mqadmin flags, its table output and its `--json` output parsed."""
 
 from __future__ import annotations
@@ -6,20 +6,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from rocketmq_emulator.client import Producer, PushConsumer
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.waits import wait_for
+from rocketmq_emulator.testing.command_line import COMMAND
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", *args], cwd=ROOT, input=stdin, capture_output=True,
+    proc = subprocess.run([*COMMAND, *args], cwd=ROOT, input=stdin, capture_output=True,
                           text=True, timeout=60, env={**os.environ, "NAMESRV_ADDR": ""})
     if check:
         assert proc.returncode == 0, proc.stderr

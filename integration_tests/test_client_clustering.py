@@ -7,7 +7,7 @@ import asyncio
 import collections
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Message, Producer, PushConsumer
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "BigTopic"
 GROUP = "big_group"

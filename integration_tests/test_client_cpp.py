@@ -7,7 +7,8 @@ import asyncio
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
 from integration_tests.cppclient import run_driver, start_driver
-from tests.client.helpers import held_pulls, wait_for
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "CrossTopic"
 COUNT = 30

@@ -9,9 +9,9 @@ import pytest
 from rocketmq_emulator.client import (Admin, BrokerResponseError, BrokerUnreachableError, ClientStateError,
                                       ConsumerNotOnlineError, InvalidArgumentError, NoRouteError, Producer,
                                       PushConsumer, RequestTimeoutError)
-from integration_tests.conftest import free_port
 from rocketmq_emulator.protocol import ResponseCode
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.ports import free_port
+from rocketmq_emulator.testing.waits import wait_for
 
 
 async def test_no_route_when_auto_create_is_off(emulator_factory):

@@ -7,7 +7,8 @@ import asyncio
 import collections
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, ConsumeResult, Producer, PullConsumer, PushConsumer
-from tests.client.helpers import DELAY_1S, wait_for
+from rocketmq_emulator.testing.emulator_thread import DELAY_1S
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "RetryTopic"
 

@@ -4,24 +4,13 @@ pull, rebalancing between two consumers, retry through the retry topic, and rest
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-from integration_tests.conftest import EmulatorThread
-from integration_tests.cppclient import run_driver, start_driver
+from integration_tests.cppclient import produce, run_driver, start_driver
 from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread, held_pulls, held_pulls_on_loop
+from rocketmq_emulator.testing.waits import wait_until
 
 TOPIC = "TopicTest"
-
-
-def produce(emu: EmulatorThread, home: Path, count: int, *, topic: str = TOPIC, prefix: str = "m-",
-            group: str = "PG") -> list[dict]:
-    result = run_driver(["produce", "--namesrv", emu.namesrv_addr, "--topic", topic, "--group", group,
-                         "--count", str(count), "--tags", "Tag{i}", "--keys", "key{i} k", "--body-prefix", prefix],
-                        timeout=120, home=home).events
-    sent = [e for e in result if e["event"] == "sent"]
-    assert len(sent) == count and all(e["status"] == "OK" for e in sent), \
-        [e for e in result if e["event"] != "sent"] or result[-3:]
-    return sent
 
 
 def stored_messages(emu: EmulatorThread, topic: str = TOPIC) -> dict[tuple[int, int], MessageExt]:
@@ -41,24 +30,6 @@ def stored_messages(emu: EmulatorThread, topic: str = TOPIC) -> dict[tuple[int, 
     return emu.call(read)
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
-def held_pulls_on_loop(broker, topic: str = TOPIC) -> int:
-    """Pulls the broker holds for `topic` (call on the emulator's loop)."""
-    return sum(len(v) for k, v in broker.pull_hold_service.table.items() if k[0] == topic)
-
-
-def held_pulls(emu: EmulatorThread, topic: str = TOPIC) -> int:
-    return emu.call(lambda: held_pulls_on_loop(emu.broker, topic))
-
-
 def assert_received_exactly(received: list[dict], stored: dict[tuple[int, int], MessageExt]) -> None:
     by_position = {}
     for e in received:
@@ -74,7 +45,7 @@ def assert_received_exactly(received: list[dict], stored: dict[tuple[int, int], 
 
 
 def test_clustering_round_trip_1000_messages(emulator, cpp_home):
-    sent = produce(emulator, cpp_home, 1000)
+    sent = produce(emulator, cpp_home, 1000, topic=TOPIC)
     stored = stored_messages(emulator)
     assert len(stored) == 1000
     bodies = {m.body.decode() for m in stored.values()}
@@ -97,13 +68,14 @@ def test_clustering_round_trip_1000_messages(emulator, cpp_home):
 
 
 def test_broadcasting_two_instances_each_get_everything(emulator, cpp_home):
-    produce(emulator, cpp_home, 1, prefix="warmup-")  # creates the topic; broadcast consumers start at the end
+    produce(emulator, cpp_home, 1, topic=TOPIC, prefix="warmup-")  # creates the topic; broadcast consumers start
+    # at the end
     consumers = [start_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "BG",
                                "--model", "broadcasting", "--instance-name", f"inst{i}", "--duration", "60"],
                               timeout=90, home=cpp_home / f"c{i}") for i in range(2)]
     try:
-        assert wait_until(lambda: held_pulls(emulator) >= 8, 30), "both consumers should hold a pull per queue"
-        produce(emulator, cpp_home, 200, prefix="b-")
+        assert wait_until(lambda: held_pulls(emulator, TOPIC) >= 8, 30), "both consumers should hold a pull per queue"
+        produce(emulator, cpp_home, 200, topic=TOPIC, prefix="b-")
         stored = {k: m for k, m in stored_messages(emulator).items() if m.body.startswith(b"b-")}
         for c in consumers:
             assert wait_until(lambda c=c: len({e["body"] for e in c.of("received")
@@ -116,7 +88,7 @@ def test_broadcasting_two_instances_each_get_everything(emulator, cpp_home):
 
 
 def test_pull_consumer_sees_store_offsets(emulator, cpp_home):
-    produce(emulator, cpp_home, 50)
+    produce(emulator, cpp_home, 50, topic=TOPIC)
     stored = stored_messages(emulator)
     events = run_driver(["pull", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "PULLG",
                          "--duration", "30"], timeout=60, home=cpp_home).events
@@ -130,7 +102,7 @@ def test_pull_consumer_sees_store_offsets(emulator, cpp_home):
 
 
 def test_two_consumers_split_queues_and_hand_over(emulator, cpp_home):
-    produce(emulator, cpp_home, 1, prefix="warmup-")
+    produce(emulator, cpp_home, 1, topic=TOPIC, prefix="warmup-")
     notified: list[tuple[str, list[str]]] = []
     emulator.call(lambda: emulator.broker.consumer_manager.on_change.append(
         lambda group, gi: notified.append((group, gi.client_ids()))))
@@ -143,11 +115,11 @@ def test_two_consumers_split_queues_and_hand_over(emulator, cpp_home):
     try:
         def two_members_own_all_queues() -> bool:
             gi = emulator.broker.consumer_manager.get("SPLIT")
-            return gi is not None and len(gi.channels) == 2 and held_pulls_on_loop(emulator.broker) >= 4
+            return gi is not None and len(gi.channels) == 2 and held_pulls_on_loop(emulator.broker, TOPIC) >= 4
         assert wait_until(lambda: emulator.call(two_members_own_all_queues), 40)
         # after the second member joined, both rebalanced: each queue is held by exactly one consumer
         time.sleep(1.0)
-        produce(emulator, cpp_home, 100, prefix="s1-")
+        produce(emulator, cpp_home, 100, topic=TOPIC, prefix="s1-")
         assert wait_until(lambda: len([e for c in (a, b) for e in c.of("received") if e["body"].startswith("s1-")])
                           >= 100, 40)
         qa = {e["queue_id"] for e in a.of("received") if e["body"].startswith("s1-")}
@@ -157,8 +129,8 @@ def test_two_consumers_split_queues_and_hand_over(emulator, cpp_home):
         notified.clear()
         a.stop()
         assert wait_until(lambda: any(g == "SPLIT" and len(ids) == 1 for g, ids in notified), 10), notified
-        assert wait_until(lambda: held_pulls(emulator) >= 4, 40)
-        produce(emulator, cpp_home, 100, prefix="s2-")
+        assert wait_until(lambda: held_pulls(emulator, TOPIC) >= 4, 40)
+        produce(emulator, cpp_home, 100, topic=TOPIC, prefix="s2-")
         assert wait_until(lambda: len({e["body"] for e in b.of("received") if e["body"].startswith("s2-")}) == 100,
                           40), b.describe()
     finally:
@@ -170,7 +142,7 @@ def test_two_consumers_split_queues_and_hand_over(emulator, cpp_home):
 
 def test_reconsume_later_redelivers_through_retry_topic(emulator_factory, cpp_home):
     emu = emulator_factory(message_delay_level="1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s")
-    produce(emu, cpp_home, 3, prefix="r-")
+    produce(emu, cpp_home, 3, topic=TOPIC, prefix="r-")
     events = run_driver(["push", "--namesrv", emu.namesrv_addr, "--topic", TOPIC, "--group", "RG",
                          "--fail-first", "1", "--expect", "3", "--duration", "60"], timeout=90, home=cpp_home).events
     assert events[-1]["event"] == "done" and events[-1]["expected_reached"], events[-3:]
@@ -186,7 +158,7 @@ def test_reconsume_later_redelivers_through_retry_topic(emulator_factory, cpp_ho
 
 
 def test_consumer_resumes_from_committed_offset_after_broker_restart(emulator, cpp_home):
-    produce(emulator, cpp_home, 40, prefix="before-")
+    produce(emulator, cpp_home, 40, topic=TOPIC, prefix="before-")
     events = run_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "RS",
                          "--expect", "40", "--duration", "60"], timeout=90, home=cpp_home).events
     assert events[-1]["expected_reached"]
@@ -195,7 +167,7 @@ def test_consumer_resumes_from_committed_offset_after_broker_restart(emulator, c
     emulator.restart()
     assert emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offsets_of_group("RS", TOPIC)) \
         == committed
-    produce(emulator, cpp_home, 25, prefix="after-")
+    produce(emulator, cpp_home, 25, topic=TOPIC, prefix="after-")
     events = run_driver(["push", "--namesrv", emulator.namesrv_addr, "--topic", TOPIC, "--group", "RS",
                          "--expect", "25", "--duration", "60"], timeout=90, home=cpp_home).events
     bodies = sorted(e["body"] for e in events if e["event"] == "received")

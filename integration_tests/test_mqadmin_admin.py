@@ -53,7 +53,7 @@ def raw_pull(emu, topic: str, queue_id: int = 0) -> RemotingCommand:
                                  max_msg_nums=1, sys_flag=0x4, suspend_timeout_millis=0, subscription="*")
 
     async def go() -> RemotingCommand:
-        async with await RawClient.connect("127.0.0.1", emu.broker.config.broker_port) as client:
+        async with await RawClient.connect("127.0.0.1", emu.broker.listen_port) as client:
             return await client.request(RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext()))
     return asyncio.run(go())
 
@@ -67,7 +67,7 @@ def produce(ns: str, topic: str, count: int, size: int = 16) -> list:
 
 # -- getBrokerConfig / updateBrokerConfig ----------------------------------------------------------------
 def test_broker_config_reported_updated_applied_and_kept_over_a_restart(emulator, java_clients):
-    ns, ba = emulator.namesrv_addr, emulator.broker.config.broker_addr
+    ns, ba = emulator.namesrv_addr, emulator.broker.broker_addr
     out = batch(java_clients, ns,
                 ["getBrokerConfig", "-b", ba],
                 ["updateBrokerConfig", "-b", ba, "-k", "autoCreateTopicEnable", "-v", "false"],
@@ -85,7 +85,7 @@ def test_broker_config_reported_updated_applied_and_kept_over_a_restart(emulator
                           ["updateBrokerConfig", "-b", ba, "-k", "autoCreateTopicEnable", "-v", "false"])
     assert f"============{ba}============" in before
     assert prop(before, "brokerName") == "broker-a" and prop(before, "brokerClusterName") == "DefaultCluster"
-    assert prop(before, "listenPort") == str(emulator.broker.config.broker_port)
+    assert prop(before, "listenPort") == str(emulator.broker.listen_port)
     assert prop(before, "autoCreateTopicEnable") == "true" and prop(before, "brokerPermission") == "6"
     assert prop(before, "flushConsumerOffsetInterval") == "100" and prop(before, "maxMessageSize") == "4194304"
     assert prop(before, "sendMessageThreadPoolNums") == "2"  # a 4.9.8 key the emulator only reports
@@ -106,7 +106,7 @@ def test_broker_config_reported_updated_applied_and_kept_over_a_restart(emulator
     assert "autoCreateTopicEnable=false\n" in saved and "sendMessageThreadPoolNums=7\n" in saved
 
     emulator.restart()  # the run-time changes come back from config/broker.properties
-    ba = emulator.broker.config.broker_addr
+    ba = emulator.broker.broker_addr
     assert emulator.broker.config.auto_create_topic_enable is False
     after_restart, send = batch(java_clients, ns, ["getBrokerConfig", "-b", ba],
                                 ["sendMessage", "-t", "NeverCreatedTopic", "-p", "hello"])
@@ -117,19 +117,19 @@ def test_broker_config_reported_updated_applied_and_kept_over_a_restart(emulator
 
 
 def test_flush_consumer_offset_interval_and_max_message_size_apply_at_once(emulator, java_clients):
-    ns, ba = emulator.namesrv_addr, emulator.broker.config.broker_addr
+    ns, ba = emulator.namesrv_addr, emulator.broker.broker_addr
     update_size, update_flush, send = batch(
         java_clients, ns, ["updateBrokerConfig", "-b", ba, "-k", "maxMessageSize", "-v", "10"],
         ["updateBrokerConfig", "-b", ba, "-k", "flushConsumerOffsetInterval", "-v", "60000"],
         ["sendMessage", "-t", "TopicSize", "-p", "longer than ten bytes"])
     assert "update broker config success" in update_size and "update broker config success" in update_flush
     assert not send_ok(send) and "CODE: 13" in send  # MESSAGE_ILLEGAL: over the new maxMessageSize
-    assert emulator.broker.config.flush_consumer_offset_interval_ms == 60000
+    assert emulator.broker.config.flush_consumer_offset_interval == 60000
 
 
 # -- brokerPermission, wipeWritePerm / addWritePerm --------------------------------------------------------
 def test_write_permission_of_a_broker(emulator, java_clients):
-    ns, ba = emulator.namesrv_addr, emulator.broker.config.broker_addr
+    ns, ba = emulator.namesrv_addr, emulator.broker.broker_addr
     # one batch (JVM) per state: mqadmin's sendMessage works once per JVM
     _, wipe, wiped_route, wiped_send = batch(
         java_clients, ns, ["updateTopic", "-c", "DefaultCluster", "-t", "PermTopic", "-r", "4", "-w", "4"],
@@ -215,8 +215,8 @@ def test_namesrv_config_kv_config_and_order_conf(emulator, java_clients):
 
 # -- queryCq, cleanUnusedTopic, deleteExpiredCommitLog, cleanExpiredCQ ------------------------------------
 def test_consume_queue_commands(emulator_factory, java_clients):
-    emu = emulator_factory(mapped_file_size_commitlog=64 * 1024)
-    ns, ba = emu.namesrv_addr, emu.broker.config.broker_addr
+    emu = emulator_factory(mapped_file_size_commit_log=64 * 1024)
+    ns, ba = emu.namesrv_addr, emu.broker.broker_addr
     sent = produce(ns, "CqOld", 3)
     produce(ns, "CqUnused", 2)
     emu.call(lambda: emu.broker.topic_config_manager.delete("CqUnused"))  # its queues stay in the store
@@ -264,7 +264,7 @@ def test_consume_queue_commands(emulator_factory, java_clients):
 
 # -- ACL commands: a broker with aclEnable=false ----------------------------------------------------------
 def test_acl_commands_answered_as_a_broker_with_acl_disabled(emulator, java_clients):
-    ns, ba = emulator.namesrv_addr, emulator.broker.config.broker_addr
+    ns, ba = emulator.namesrv_addr, emulator.broker.broker_addr
     update, delete, white, version, cluster = batch(
         java_clients, ns, ["updateAclConfig", "-a", "RocketMQUser", "-s", "12345678", "-b", ba],
         ["deleteAclConfig", "-a", "RocketMQUser", "-b", ba],
@@ -280,7 +280,7 @@ def test_acl_commands_answered_as_a_broker_with_acl_disabled(emulator, java_clie
 
 # -- the rest: cluster and group views, allocation, send RT, exports ---------------------------------------
 def test_cluster_views_send_rt_and_exports(emulator, java_clients, tmp_path):
-    ns, ba = emulator.namesrv_addr, emulator.broker.config.broker_addr
+    ns, ba = emulator.namesrv_addr, emulator.broker.broker_addr
     export = tmp_path / "export"
     out = batch(java_clients, ns,
                 ["updateTopic", "-c", "DefaultCluster", "-t", "ViewTopic", "-r", "4", "-w", "4"],

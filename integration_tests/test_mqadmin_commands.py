@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EmulatorThread
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TABLE_TITLE = "### mqadmin 4.9.8 against the emulator"
@@ -161,7 +161,7 @@ def state(java_clients, tmp_path_factory):
         first = sent[0]
         home = tmp / "mqadmin"
         home.mkdir()
-        yield {"ns": ns, "broker_addr": emu.broker.config.broker_addr, "msg_id": first["msgId"],
+        yield {"ns": ns, "broker_addr": emu.broker.broker_addr, "msg_id": first["msgId"],
                "offset_msg_id": first["offsetMsgId"], "queue_id": first["queueId"],
                "queue_offset": first["queueOffset"], "begin_ms": begin_ms, "home": home,
                "client_id": consumer.of("consumer_started")[0]["clientId"]}

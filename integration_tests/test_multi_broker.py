@@ -8,17 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from integration_tests.conftest import free_broker_port, free_port
 from integration_tests.cppclient import run_driver, start_driver
-from integration_tests.test_cpp_client import held_pulls_on_loop, wait_until
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, ClientConfig, ConsumeResult, Producer, PushConsumer
 from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.emulator_thread import held_pulls_on_loop
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
+from rocketmq_emulator.testing.waits import wait_for, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 #: clients that notice route changes and commit quickly
@@ -26,7 +27,7 @@ FAST = dict(poll_name_server_interval=0.5, heartbeat_broker_interval=1.0, persis
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", *args], capture_output=True, text=True,
+    return subprocess.run([*COMMAND, *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -126,31 +127,24 @@ def test_stop_and_start_a_broker_moves_queues_and_loses_nothing_acknowledged(emu
                 return {mq.broker_name for c in consumers for mq in c.assignment()}
 
             await send(100)
-            await wait_for(lambda: brokers_assigned() == {"broker-a", "broker-b"}, 20)
+            assert await wait_for(lambda: brokers_assigned() == {"broker-a", "broker-b"}, 20)
             stopped = await asyncio.to_thread(cli, "admin", "stopBroker", "-n", ns, "-b", "broker-b")
             assert stopped.returncode == 0 and "broker-b stopped" in stopped.stdout, stopped.stderr
             again = await asyncio.to_thread(cli, "admin", "stopBroker", "-n", ns, "-b", "broker-b")
             assert again.returncode != 0 and "broker-b is already stopped" in again.stderr
             unknown = await asyncio.to_thread(cli, "admin", "stopBroker", "-n", ns, "-b", "broker-z")
             assert unknown.returncode != 0 and "no broker named 'broker-z'" in unknown.stderr
-            await wait_for(lambda: brokers_assigned() == {"broker-a"}, 20)  # queues moved: only broker-a's left
+            assert await wait_for(lambda: brokers_assigned() == {"broker-a"}, 20)  # queues moved: only broker-a's left
             await send(100)  # all to broker-a now
             started = await asyncio.to_thread(cli, "admin", "startBroker", "-n", ns, "-b", "broker-b")
             assert started.returncode == 0 and "broker-b started" in started.stdout, started.stderr
-            await wait_for(lambda: brokers_assigned() == {"broker-a", "broker-b"}, 20)
+            assert await wait_for(lambda: brokers_assigned() == {"broker-a", "broker-b"}, 20)
             await send(100)
-            await wait_for(lambda: acked <= received, 30)
+            assert await wait_for(lambda: acked <= received, 30)
         assert len(acked) >= 250, len(acked)
         assert acked <= received, f"{len(acked - received)} acknowledged messages never consumed"
 
     asyncio.run(scenario())
-
-
-async def wait_for(predicate, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 def test_route_delay_keeps_the_routes_until_it_passes(emulator_factory):
@@ -192,12 +186,12 @@ def test_reset_offset_by_time_resets_the_queues_of_both_brokers(emulator_factory
             seen.append(msg.text)
             return ConsumeResult.SUCCESS
         async with consumer:
-            await wait_for(lambda: len(set(seen)) == 40, 20)
+            assert await wait_for(lambda: len(set(seen)) == 40, 20)
             await asyncio.sleep(0.6)  # committed on both brokers
             async with Admin(ns) as admin:
                 before = await admin.consumer_progress("MRG", "MR")
                 result = await admin.reset_offset_by_timestamp("MRG", "MR", 0)
-            await wait_for(lambda: len(seen) >= 80, 20)  # everything again, from both brokers
+            assert await wait_for(lambda: len(seen) >= 80, 20)  # everything again, from both brokers
         return before, result.rows, seen
 
     before, rows, seen = asyncio.run(scenario())
@@ -228,16 +222,16 @@ def test_asyncio_broadcasting_consumers_get_both_brokers_and_a_reset_spans_them(
             c.on_message(lambda m, got=got: got.append(m.text))
             consumers.append(c)
         async with consumers[0], consumers[1]:
-            await wait_for(lambda: held() >= 8, 20)  # each member waits on all four queues of both brokers
+            assert await wait_for(lambda: held() >= 8, 20)  # each member waits on all four queues of both brokers
             async with Producer("MBCP", config=config) as producer:
                 brokers = {(await producer.send("MBC", f"b-{i}")).queue.broker_name for i in range(40)}
             assert brokers == {"broker-a", "broker-b"}
-            await wait_for(lambda: all(len(got) >= 40 for got in seen.values()), 20)
+            assert await wait_for(lambda: all(len(got) >= 40 for got in seen.values()), 20)
             await asyncio.sleep(0.6)  # positions reported by the pulls
             async with Admin(ns) as admin:
                 progress = await admin.consumer_progress("MBCG", "MBC")
                 result = await admin.reset_offset_by_timestamp("MBCG", "MBC", 0)
-            await wait_for(lambda: all(len(got) >= 80 for got in seen.values()), 20)  # again, from both brokers
+            assert await wait_for(lambda: all(len(got) >= 80 for got in seen.values()), 20)  # again, from both brokers
         return seen, progress, result.rows
 
     seen, progress, rows = asyncio.run(scenario())
@@ -252,7 +246,7 @@ def test_asyncio_broadcasting_consumers_get_both_brokers_and_a_reset_spans_them(
 
 def test_serve_brokers_from_the_command_line(tmp_path):
     ns, port = free_port(), free_broker_port(3)
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral", "--namesrv-port",
+    proc = subprocess.Popen([*COMMAND, "serve", "--ephemeral", "--namesrv-port",
                              str(ns), "--broker-port", str(port)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
                             env={**__import__("os").environ, "ROCKETMQ_EMULATOR_BROKERS": "3"})
     try:
@@ -269,7 +263,7 @@ def test_serve_brokers_from_the_command_line(tmp_path):
         proc.terminate()
         proc.wait(10)
     assert proc.returncode == 0
-    bad = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--brokers", "0"], cwd=ROOT,
+    bad = subprocess.run([*COMMAND, "serve", "--brokers", "0"], cwd=ROOT,
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "0 is out of range" in bad.stderr
 

@@ -4,14 +4,17 @@ a file written by a real broker imported, and a consumer moved to another broker
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
-from integration_tests.test_cli_input import run
-from tests.broker.test_offset_tiers import UPSTREAM_FILE
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.command_line import run_cli as run
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for
 
 TOPIC = "Moved"
+#: consumerOffset.json as a 4.9.x broker writes it
+UPSTREAM_FILE = (Path(__file__).resolve().parents[1] / "tests" / "golden" / "consumerOffset.json").read_bytes()
 
 
 async def fill(ns: str, n: int) -> None:
@@ -82,7 +85,6 @@ def test_a_broken_file_is_one_line(emulator, tmp_path):
 def test_a_broadcasting_consumer_moved_from_the_cpp_client_keeps_its_position(emulator, cpp_home):
     from integration_tests.cppclient import start_driver
     from rocketmq_emulator.client import BROADCASTING
-    from tests.client.helpers import held_pulls
     ns = emulator.namesrv_addr
     asyncio.run(fill(ns, 0))
     cpp = start_driver(["push", "--namesrv", ns, "--topic", TOPIC, "--group", "bc_moved", "--model", "broadcasting",

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from integration_tests.cppclient import run_driver, start_driver
-from integration_tests.test_cpp_client import held_pulls, produce, wait_until
+from integration_tests.cppclient import produce, run_driver, start_driver
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand
-from tests.client.helpers import wait_for
+from rocketmq_emulator.testing.emulator_thread import held_pulls
+from rocketmq_emulator.testing.waits import wait_for, wait_until
+from rocketmq_emulator.testing.command_line import run_cli
 
 TOPIC = "OffsetTopic"
 
@@ -596,12 +597,7 @@ async def test_s7_broadcast_group_offset_is_the_minimum_of_its_live_clients(emul
 # S8: ready and inflight
 # ----------------------------------------------------------------------------------------------------------
 def _progress_json(emu, group: str) -> list[dict]:
-    import os
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", "consumerProgress", "-n",
-                          emu.namesrv_addr, "-g", group, "--json"], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "NAMESRV_ADDR": ""})
+    out = run_cli("admin", "consumerProgress", "-n", emu.namesrv_addr, "-g", group, "--json")
     assert out.returncode == 0, out.stderr
     return [o for o in json.loads(out.stdout)["offsets"] if not o["topic"].startswith("%")]
 

@@ -12,19 +12,19 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
 import pytest
 
 from rocketmq_emulator.client import Admin, Producer
-from rocketmq_emulator.client.pytest_plugin import launch_emulator
+from rocketmq_emulator.testing.emulator_process import launch_emulator
 from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.protocol.headers import (DeleteSubscriptionGroupRequestHeader, ResetOffsetRequestHeader,
                                                 UpdateConsumerOffsetRequestHeader)
+from rocketmq_emulator.testing.command_line import COMMAND
 
 TOPIC = "ResetCrash"
 GROUP = "reset_crash"
@@ -182,7 +182,7 @@ def _exported(emu, group: str) -> dict[str, dict[int, int]]:  # type: ignore[no-
 
 
 def _cli(ns: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", *args, "-n", ns],
+    return subprocess.run([*COMMAND, "admin", *args, "-n", ns],
                           capture_output=True, text=True, timeout=60)
 
 

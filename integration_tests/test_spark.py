@@ -19,9 +19,11 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="the spark extra (pyspark) is part of the test extra")
 
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Producer, PushConsumer  # noqa: E402
-from rocketmq_emulator.client.pytest_plugin import launch_emulator  # noqa: E402
 from rocketmq_emulator.spark_tools import generate, read_topic, seed_topic, session  # noqa: E402
-from tests.client.helpers import wait_for  # noqa: E402
+from rocketmq_emulator.testing.command_line import COMMAND  # noqa: E402
+from rocketmq_emulator.testing.emulator_process import launch_emulator  # noqa: E402
+from rocketmq_emulator.testing.ports import free_port  # noqa: E402
+from rocketmq_emulator.testing.waits import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +121,7 @@ def test_seed_from_a_parquet_file(spark, broker, tmp_path):
 def test_a_broker_killed_mid_write_fails_the_seed_command(tmp_path):
     b = launch_emulator(tmp_path / "victim")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "seed", "-n", b.namesrv_addr,
+    proc = subprocess.Popen([*COMMAND, "seed", "-n", b.namesrv_addr,
                              "-t", "Doomed", "--messages", "3000000", "--master", "local[2]"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -147,7 +149,7 @@ def test_a_broker_killed_mid_write_fails_the_seed_command(tmp_path):
 _NO_SPARK_PROBE = ("import atexit, json, sys\n"
                    "atexit.register(lambda: open(sys.argv[1], 'w').write(json.dumps(sorted(\n"
                    "    m for m in sys.modules if m == 'pyspark' or m.startswith(('pyspark.', 'py4j'))))))\n"
-                   "from rocketmq_emulator.broker.cli import main\n"
+                   "from rocketmq_emulator.cli.main import main\n"
                    "sys.exit(main(sys.argv[2:]))\n")
 
 
@@ -161,15 +163,8 @@ def _seed_without_spark(tmp_path: Path, *args: str) -> tuple[int, str, str, list
     return proc.returncode, proc.stdout, proc.stderr, json.loads(probe.read_text()), time.monotonic() - t0
 
 
-def _closed_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
-
-
 def test_seed_without_a_name_server_fails_before_spark_starts(tmp_path):
-    ns = f"127.0.0.1:{_closed_port()}"
+    ns = f"127.0.0.1:{free_port()}"  # nothing listens there
     rc, out, err, spark_modules, wall = _seed_without_spark(tmp_path, "-n", ns, "-t", "Nowhere", "--messages", "1000",
                                                             "--master", "local[1]")
     assert rc == 1 and out == "", (rc, out, err)
@@ -199,7 +194,7 @@ _SUMMARY = re.compile(r"wrote 400,000 messages \(40\.0 MB of bodies\) to topic P
 
 
 def test_the_seed_command_shows_messages_landed_every_second_and_both_times(broker):
-    proc = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "seed", "-n", broker.namesrv_addr,
+    proc = subprocess.run([*COMMAND, "seed", "-n", broker.namesrv_addr,
                            "-t", "Progress", "--messages", "400000", "--queues", "4", "--master", "local[2]"],
                           cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": sys.executable}, capture_output=True,
                           text=True, timeout=600)
@@ -229,7 +224,7 @@ def test_the_seed_command_shows_messages_landed_every_second_and_both_times(brok
 def test_the_seed_command_from_a_file_counts_its_rows_and_prints_a_json_summary(spark, broker, tmp_path):
     path = str(tmp_path / "rows.parquet")
     spark.range(2500).selectExpr("concat('row-', id) as body").write.parquet(path)
-    proc = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "seed", "-n", broker.namesrv_addr,
+    proc = subprocess.run([*COMMAND, "seed", "-n", broker.namesrv_addr,
                            "-t", "FromFileCli", "--from", path, "--queues", "2", "--master", "local[1]", "--json"],
                           cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": sys.executable}, capture_output=True,
                           text=True, timeout=600)

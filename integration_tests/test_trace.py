@@ -7,14 +7,13 @@ import asyncio
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from integration_tests.cppclient import run_driver, start_driver
-from integration_tests.test_cpp_client import wait_until
-from integration_tests.rawclient import RawClient
-from integration_tests.test_broker_protocol import pull_request, send_request
+from integration_tests.rawclient import RawClient, pull_request, send_request
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +41,7 @@ def test_trace_of_a_cpp_session_and_a_reset(emulator_factory, cpp_home, tmp_path
                              "--duration", "60"], timeout=90, home=cpp_home)
     try:
         assert wait_until(lambda: len(consumer.of("received")) >= 5, 30), consumer.events[-3:]
-        reset = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "admin", "resetOffsetByTime",
+        reset = subprocess.run([*COMMAND, "admin", "resetOffsetByTime",
                                 "-n", emu.namesrv_addr, "-g", "TG", "-t", "TraceT", "-s", "0"],
                                capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert reset.returncode == 0, reset.stderr
@@ -80,7 +79,7 @@ def test_trace_of_a_cpp_session_and_a_reset(emulator_factory, cpp_home, tmp_path
     assert to_client["header"]["group"] == "TG" and to_client["header"]["topic"] == "TraceT"
     assert to_client["language"] == "CPP" and "offsetTable" in to_client["body"]["json"]
 
-    printed = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "trace", str(trace), "--codes",
+    printed = subprocess.run([*COMMAND, "trace", str(trace), "--codes",
                               "RESET_CONSUMER_CLIENT_OFFSET,INVOKE_BROKER_TO_RESET_OFFSET"],
                              capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert printed.returncode == 0, printed.stderr
@@ -117,17 +116,17 @@ def test_trace_filters_by_code_group_and_topic(emulator_factory, tmp_path):
 
 
 def test_text_trace_to_a_file_from_the_command_line(tmp_path):
-    from integration_tests.conftest import free_broker_port, free_port
+    from rocketmq_emulator.testing.ports import free_broker_port, free_port
     trace = tmp_path / "trace.txt"
     ns, bp = free_port(), free_broker_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--ephemeral",
+    proc = subprocess.Popen([*COMMAND, "serve", "--ephemeral",
                              "--namesrv-port", str(ns), "--broker-port", str(bp), "--trace", str(trace),
                              "--trace-codes", "SEND_MESSAGE_V2"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
         while "ready" not in proc.stderr.readline():
             assert time.monotonic() < deadline
-        sent = subprocess.run([sys.executable, "-m", "rocketmq_emulator.client", "produce", "-n", f"127.0.0.1:{ns}",
+        sent = subprocess.run([*COMMAND, "produce", "-n", f"127.0.0.1:{ns}",
                                "-t", "TextTrace", "-m", "hello", "-c", "2"], capture_output=True, text=True,
                               timeout=60, cwd=ROOT)
         assert sent.returncode == 0, sent.stderr
@@ -150,7 +149,7 @@ def test_the_trace_command_filters_text_and_json_traces_by_the_live_rule(emulato
         emu.stop()
 
         def printed(*args: str) -> list[str]:
-            done = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker", "trace", str(trace), *args],
+            done = subprocess.run([*COMMAND, "trace", str(trace), *args],
                                   capture_output=True, text=True, timeout=30, cwd=ROOT)
             assert done.returncode == 0 and not done.stderr, done.stderr
             return done.stdout.splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,15 +13,9 @@ from rocketmq_emulator.protocol import (MAX_FRAME_LENGTH, FrameDecoder, Language
                                         SerializeType, encode_command, encode_command_bytes)
 from rocketmq_emulator.protocol.frame import decode_frames
 
-# A real header the C++ client (rocketmq==0.4.4) sent: numbers inside extFields and a trailing newline.
-CPP_SEND_HEADER = (
-    b'{"code":10,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"IjBSrauclWLzmDgXaEOe5mvfLJU=",'
-    b'"batch":"0","bornTimestamp":"1795319231460","defaultTopic":"TBW102","defaultTopicQueueNums":4,"flag":0,'
-    b'"producerGroup":"PID_conformance_cpp","properties":"KEYS\\u0001k1\\u0002TAGS\\u0001TagA\\u0002UNIQ_KEY'
-    b'\\u00010100007F0000FDF2000064D652720100\\u0002WAIT\\u0001true\\u0002","queueId":0,"reconsumeTimes":"0",'
-    b'"sysFlag":0,"topic":"TopicTest","unitMode":"0"},"flag":0,"language":"CPP","opaque":1,"remark":"",'
-    b'"version":63}\n'
-)
+# A real SEND_MESSAGE frame of the C++ client (rocketmq==0.4.4): numbers inside extFields and a trailing newline
+# in the JSON header (tests/test_headers.py decodes its header too)
+CPP_SEND_FRAME = (Path(__file__).resolve().parent / "golden" / "cpp_send_message.frame").read_bytes()
 CPP_SEND_BODY = b"conformance cpp produce 9180ba3dee6f #0"
 
 
@@ -53,7 +48,7 @@ def decode_three_ways(frame: bytes, follower: bytes) -> RemotingCommand:
 
 def test_cpp_send_request_three_ways():
     follower = encode_command_bytes(RemotingCommand(34, opaque=9))
-    cmd = decode_three_ways(raw_frame(CPP_SEND_HEADER, CPP_SEND_BODY), follower)
+    cmd = decode_three_ways(CPP_SEND_FRAME, follower)
     assert cmd.code == 10 and cmd.opaque == 1 and cmd.language == "CPP" and cmd.version == 63
     assert not cmd.is_response and not cmd.is_oneway
     assert cmd.body == CPP_SEND_BODY

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -14,14 +15,16 @@ from rocketmq_emulator.protocol import headers as H
 from rocketmq_emulator.protocol.headers import (PullMessageResponseHeader, SendMessageRequestHeaderV2,
                                                 SendMessageResponseHeader)
 from rocketmq_emulator.protocol.frame import decode_frames
-from tests.test_frame import CPP_SEND_BODY, CPP_SEND_HEADER, raw_frame
+
+#: a real SEND_MESSAGE frame of the C++ client (rocketmq==0.4.4)
+CPP_SEND_FRAME = (Path(__file__).resolve().parent / "golden" / "cpp_send_message.frame").read_bytes()
 
 ALL_HEADERS = sorted({obj for _, obj in inspect.getmembers(H, inspect.isclass)
                       if issubclass(obj, H.CommandHeader) and obj is not H.CommandHeader}, key=lambda c: c.__name__)
 
 
 def test_cpp_send_request_decodes_to_typed_header():
-    cmd = decode_frames(raw_frame(CPP_SEND_HEADER, CPP_SEND_BODY))[0]
+    cmd = decode_frames(CPP_SEND_FRAME)[0]
     h = H.decode_send_header(cmd.code, cmd.ext_fields)
     assert (h.producer_group, h.topic, h.default_topic, h.default_topic_queue_nums) == \
         ("PID_conformance_cpp", "TopicTest", "TBW102", 4)

@@ -2,9 +2,9 @@
 
 Each test installs the project into a fresh venv (`pip install .` and `pip install -e .`) from a copy of the
 tracked files, runs Python outside the repository, and checks what a user would: `rocketmq_emulator.client`
-imports, the `rocketmq-emulator` script runs, and `client`, `store`, `protocol`, `broker` and `spark_tools`
-are not importable. Dependencies come from this venv through a `.pth` line, so the test installs only the
-project itself.
+imports, the `rocketmq-emulator` script runs, and no folder's own name (`client`, `store`, `protocol`, `broker`,
+`spark_tools`, `cli`, `testing`) is importable. Dependencies come from this venv through a `.pth` line, so the
+test installs only the project itself.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("broker", "client", "protocol", "store", "spark_tools")
+PACKAGES = ("broker", "client", "protocol", "store", "spark_tools", "cli", "testing")
 
 CHECK = """
 import importlib.util, sys
@@ -34,6 +34,13 @@ def test_pyproject_lists_every_package_folder():
     folders = sorted(str(p.parent.relative_to(ROOT)) for name in PACKAGES for p in (ROOT / name).rglob("__init__.py"))
     assert sorted(config["package-dir"].values()) == folders
     assert sorted(config["packages"]) == sorted("rocketmq_emulator." + f.replace("/", ".") for f in folders)
+
+
+def test_the_dockerfile_copies_every_package_folder():
+    """The image installs from the folders the Dockerfile copies: a new top-level package left out there breaks
+    `docker build` ("package directory ... does not exist")."""
+    copied = {line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")}
+    assert set(PACKAGES) <= copied, f"Dockerfile does not COPY {sorted(set(PACKAGES) - copied)}"
 
 
 @pytest.mark.parametrize("editable", [False, True], ids=["pip-install", "pip-install-e"])

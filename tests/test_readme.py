@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from integration_tests.conftest import free_broker_port, free_port
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.ports import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -76,7 +77,7 @@ def tour_broker(tmp_path):
     ns_port, broker_port = free_port(), free_broker_port()
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker", "serve", "--namesrv-port",
+        proc = subprocess.Popen([*COMMAND, "serve", "--namesrv-port",
                                  str(ns_port), "--broker-port", str(broker_port)], cwd=tmp_path, stderr=log)
     deadline = time.monotonic() + 30
     while "ready:" not in log_path.read_text() and time.monotonic() < deadline and proc.poll() is None:

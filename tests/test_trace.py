@@ -10,7 +10,8 @@ import pytest
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.broker.trace import Tracer
-from rocketmq_emulator.protocol.trace import TraceFilter, format_text, parse_codes, parse_text_line, read_trace
+from rocketmq_emulator.protocol.trace import (Renderer, TraceFilter, format_text, pack, pack_dropped, parse_codes,
+                                               parse_text_line, read_trace)
 
 
 class Conn:
@@ -26,6 +27,21 @@ def test_parse_codes_takes_names_and_numbers_and_names_a_bad_one():
         parse_codes("PULL")
     with pytest.raises(ValueError, match="no request code"):
         parse_codes(" , ")
+
+
+def test_the_renderer_makes_the_same_lines_of_records_however_their_bytes_arrive():
+    """The codec half of the renderer process: packed records in, lines out, with no I/O of its own."""
+    send = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "b": "T"}, b"hello", opaque=3)
+    data = pack(1_700_000_000.25, "broker broker-a", "127.0.0.1:5555", {"client_id": "c1"}, "in", 310, send) + \
+        pack_dropped(4)
+    whole = Renderer("json").feed(data)
+    assert [json.loads(whole[0])[k] for k in ("name", "opaque", "client", "header")] == \
+        ["SEND_MESSAGE_V2", 3, "c1", {"a": "PG", "b": "T"}]
+    assert whole[1] == "# trace: 4 lines dropped (the renderer could not keep up)"
+    renderer = Renderer("json")
+    assert [line for i in range(len(data)) for line in renderer.feed(data[i:i + 1])] == whole
+    text = Renderer("text").feed(data)[0]
+    assert text == format_text(json.loads(whole[0])) and " <- SEND_MESSAGE_V2(310) opaque=3 " in text
 
 
 def test_requests_are_chosen_by_the_filter_and_answers_follow_them(tmp_path):

@@ -12,8 +12,7 @@ from rocketmq_emulator.broker.offset_journal import OffsetJournal
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 
 #: consumerOffset.json as a 4.9.x broker writes it (fastjson pretty form, bare numeric queue ids, no dataVersion)
-UPSTREAM_FILE = (b'{\n\t"offsetTable":{\n\t\t"TopicTest@cg1":{0:250,1:250,2:249,3:251\n\t\t},\n'
-                 b'\t\t"%RETRY%cg1@cg1":{0:0\n\t\t}\n\t}\n}')
+UPSTREAM_FILE = (Path(__file__).resolve().parents[1] / "golden" / "consumerOffset.json").read_bytes()
 
 
 def started(config_dir: Path) -> ConsumerOffsetManager:

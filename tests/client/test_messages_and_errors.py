@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from rocketmq_emulator.client.cli_admin import parse_timestamp, table
+from rocketmq_emulator.cli.admin_commands import parse_timestamp, table
 from rocketmq_emulator.client.config import ClientConfig, build_client_id
 from rocketmq_emulator.client.errors import (BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError,
                                              response_error)
