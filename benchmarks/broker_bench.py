@@ -207,9 +207,17 @@ def checkout(rev: str, into: Path) -> Path:
     pkg = into / "path" / "rocketmq_emulator"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    for folder in ("broker", "client", "protocol", "store"):
-        (pkg / folder).symlink_to(tree / folder)
+    for init in sorted(tree.glob("*/__init__.py")):  # every top-level package folder the revision has
+        (pkg / init.parent.name).symlink_to(init.parent)
     return into / "path"
+
+
+def serve_command(pythonpath: Path | None) -> list[str]:
+    """`rocketmq-emulator` of this checkout or of a checked-out revision: revisions before the command line
+    had its own layer ran it as `python -m rocketmq_emulator.broker`."""
+    if pythonpath is not None and not (pythonpath / "rocketmq_emulator" / "cli").exists():
+        return [sys.executable, "-m", "rocketmq_emulator.broker"]
+    return list(COMMAND)
 
 
 def start_broker(ns_port: int, port: int, pythonpath: Path | None = None, extra: tuple[str, ...] = ()
@@ -218,7 +226,7 @@ def start_broker(ns_port: int, port: int, pythonpath: Path | None = None, extra:
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*COMMAND, "serve", "--ephemeral",
+    proc = subprocess.Popen([*serve_command(pythonpath), "serve", "--ephemeral",
                              "--namesrv-port", str(ns_port), "--broker-port", str(port), "--log-level", "WARNING",
                              *extra],
                             cwd=ROOT if pythonpath is None else pythonpath, env=env)

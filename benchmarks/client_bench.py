@@ -176,6 +176,7 @@ def rate(count: int, seconds: float) -> float:
 
 
 def main() -> None:
+    from rocketmq_emulator.testing.emulator_process import terminate
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=16)
@@ -225,11 +226,7 @@ def main() -> None:
         print(f"(consume incl. start-up and rebalance: this client {rate(n, total):,.0f} msg/s, "
               f"C++ {rate(n, cpp['total_seconds']):,.0f} msg/s)")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        terminate(proc, grace=10)
         shutil.rmtree(home, ignore_errors=True)
         if not args.store_dir:
             shutil.rmtree(store_dir, ignore_errors=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from integration_tests import podman
+from rocketmq_emulator.testing.emulator_process import terminate
 
 CONTAINERS_CONF = """\
 [containers]
@@ -81,12 +82,7 @@ def service(timeout: float = 30) -> Iterator[dict[str, str]]:
                 time.sleep(0.05)
             yield env
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc, grace=10)
             log.close()
 
 

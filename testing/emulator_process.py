@@ -163,14 +163,14 @@ class RocketMQBroker:
             return
         if self._paused:
             self.resume()
-        _terminate(proc)
+        terminate(proc)
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM and wait for the clean stop; SIGKILL if it takes over 30 s."""
+def terminate(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
+    """SIGTERM and wait for the clean stop; SIGKILL if it takes over `grace` seconds."""
     proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(30)
+        proc.wait(grace)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
