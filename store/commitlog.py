@@ -72,9 +72,10 @@ class CommitLog:
         self.store_host = store_host
         self.store_port = store_port
         store6 = len(store_host) == 16
-        #: record layout and IPv6 sys-flag bits by "born host is IPv6" (the store host's are fixed)
-        self._variants = tuple((_FIXED[(born6, store6)], (_BORN_V6 if born6 else 0) | (_STORE_V6 if store6 else 0))
-                               for born6 in (False, True))
+        #: by "born host is IPv6" (the store host's is fixed): the record's size without body, topic and
+        #: properties (fixed part + PROPERTIESLENGTH), its packer, and the IPv6 sys-flag bits
+        self._variants = tuple((_FIXED[(born6, store6)].size + 2, _FIXED[(born6, store6)].pack,
+                                (_BORN_V6 if born6 else 0) | (_STORE_V6 if store6 else 0)) for born6 in (False, True))
         self.max_message_size = config.max_message_size
         self._topic_prefix: dict[str, bytes] = {}  # topic -> TOPICLEN byte + UTF-8 topic
         self.last_store_timestamp = 0  # store time of the last record, for the checkpoint
@@ -146,63 +147,62 @@ class CommitLog:
         cache = self._topic_prefix
         variants = self._variants
         max_body = self.max_message_size
-        prefixes = []  # kept here: `_prefix` may clear the cache while this loop fills it
-        sizes = []
-        total = 0
-        born: bytes | None = None  # the messages of one put nearly always share one born host object
-        fixed_size = 0
-        for m in msgs:
-            prefix = cache.get(m.topic) or self._prefix(m.topic)
-            if prefix is None:
-                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-            prefixes.append(prefix)
-            pl = len(m.properties_raw)
-            if pl > 32767:
-                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
-            bl = len(m.body)
-            if bl > max_body:
-                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-            if m.born_host is not born:
-                born = m.born_host
-                fixed_size = variants[len(born) == 16][0].size + 2
-            size = fixed_size + len(prefix) + bl + pl
-            sizes.append(size)
-            total += size
-        if not sizes or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+        store_host, store_port = self.store_host, self.store_port
+        if not msgs:
             return PutMessageStatus.MESSAGE_ILLEGAL, None, None
         files = self.queue.files
         mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+        # Records are packed for the current segment's end; in the rare case they do not fit there the segment
+        # is rolled and the same loop packs them again for the new one.
+        while True:
+            start = mf.wrote_position if mf is not None else 0
+            phy = mf.file_from_offset + start if mf is not None else 0
+            offsets = []
+            sizes = []
+            parts: list[bytes] = []
+            total = 0
+            later = 0  # the first record's TOTALSIZE stays 0 in the copy; it is written last
+            born = msgs[0].born_host  # the messages of one put nearly always share it: one variant lookup
+            fixed_size, pack, host_bits = variants[len(born) == 16]
+            i = 0  # (no zip: for one message creating it costs more than indexing)
+            for m in msgs:
+                qo = queue_offsets[i]
+                i += 1
+                prefix = cache.get(m.topic) or self._prefix(m.topic)
+                if prefix is None:
+                    return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+                body = m.body
+                props = m.properties_raw
+                pl = len(props)
+                if pl > 32767:
+                    return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
+                bl = len(body)
+                if bl > max_body:
+                    return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+                if m.born_host is not born:
+                    born = m.born_host
+                    fixed_size, pack, host_bits = variants[len(born) == 16]
+                size = fixed_size + len(prefix) + bl + pl
+                offsets.append(phy)
+                sizes.append(size)
+                parts += (pack(later and size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
+                             phy, (m.sys_flag & ~_V6_BITS) | host_bits, m.born_timestamp, born, m.born_port,
+                             store_ts, store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, bl),
+                          body, prefix, _U16[pl], props)
+                later = 1
+                phy += size
+                total += size
+            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+            if mf is not None and start + total + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
+                break
             try:
-                mf = self._roll(total)
+                mf = self._roll(total)  # a fresh segment: the records fit there
             except OSError:
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED, None, None
-        start = mf.wrote_position
         if start + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated and \
                 not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None  # disk full: nothing written
-        phy = mf.file_from_offset + start
-        store_host, store_port = self.store_host, self.store_port
-        offsets = []
-        parts: list[bytes] = []
-        extend = parts.extend
-        later = False  # the first record's TOTALSIZE stays 0 in the copy; it is written last
-        born = None
-        pack, host_bits = variants[0][0].pack, 0
-        for m, size, qo, prefix in zip(msgs, sizes, queue_offsets, prefixes):
-            body = m.body
-            props = m.properties_raw
-            if m.born_host is not born:
-                born = m.born_host
-                fixed, host_bits = variants[len(born) == 16]
-                pack = fixed.pack
-            offsets.append(phy)
-            extend((pack(size if later else 0, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
-                         phy, (m.sys_flag & ~_V6_BITS) | host_bits, m.born_timestamp, born, m.born_port, store_ts,
-                         store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, len(body)),
-                    body, prefix, _U16[len(props)], props))
-            later = True
-            phy += size
         mm = mf.mm
         mm[start:start + total] = b"".join(parts)
         _INT.pack_into(mm, start, sizes[0])  # the whole put becomes valid here

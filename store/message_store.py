@@ -426,16 +426,20 @@ class MessageStore(MessageLookup):
             assert cq is not None
             if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offsets[0]):
                 self._dispatch_failed(offsets[0])
-        else:
-            for m, unit_cq, phy, size, qo in zip(msgs, cqs, offsets, sizes, queue_offsets):
-                if unit_cq is not None and not unit_cq.put(phy, size, m.tags_code, qo):
-                    self._dispatch_failed(phy)
+        else:  # by index, not zip or enumerate: for one message creating those costs more than the indexing
+            i = 0
+            for unit_cq in cqs:
+                if unit_cq is not None and not unit_cq.put(offsets[i], sizes[i], msgs[i].tags_code, queue_offsets[i]):
+                    self._dispatch_failed(offsets[i])
+                i += 1
         if self._index_enabled and not (kind == _SINGLE and msgs[0].sys_flag & _TRANSACTION == _ROLLBACK):
             pending = self.index.pending
-            for m, phy in zip(msgs, offsets):
+            i = 0
+            for m in msgs:
                 keys = m.keys if m.keys is not None else m.index_keys()
                 if keys:
-                    pending.append((m.topic, keys, phy, ts))
+                    pending.append((m.topic, keys, offsets[i], ts))
+                i += 1
             if len(pending) >= _INDEX_DRAIN_AT:
                 self.index.drain()
         wrote = sum(sizes)
