@@ -384,14 +384,6 @@ class MessageStore(MessageLookup):
             if not cq.reserve(len(msgs)):
                 return _NOT_AVAILABLE
             return [cq] * len(msgs), list(range(start, start + len(msgs)))
-        if len(msgs) == 1 and not msgs[0].sys_flag & _TRANSACTION:  # the common case, without the bookkeeping
-            m = msgs[0]
-            one = cqs_by_key.get((m.topic, m.queue_id)) or self.find_or_create_consume_queue(m.topic, m.queue_id)
-            if one is None:
-                return PutMessageStatus.MESSAGE_ILLEGAL
-            if not one.reserve(1):
-                return _NOT_AVAILABLE
-            return [one], [one.max_offset_in_queue]
         cqs: list[ConsumeQueue | None] = []
         queue_offsets: list[int] = []
         next_offsets: dict[ConsumeQueue, int] = {}
