@@ -103,9 +103,10 @@ class ScheduleMessageService:
                 log.exception("delay level %d: delivery failed", level)
                 wait_s = 1.0
             event.clear()
-            try:
-                await asyncio.wait_for(event.wait(), wait_s)
-            except asyncio.TimeoutError:
+            try:  # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancel that races the event (stop hangs)
+                async with asyncio.timeout(wait_s):
+                    await event.wait()
+            except TimeoutError:
                 pass
 
     def _deliver_due(self, level: int) -> float:

@@ -64,9 +64,11 @@ class RebalanceImpl:
         interval = self.ctx.settings.rebalance_interval
         self._requested.set()
         while True:
-            try:
-                await asyncio.wait_for(self._requested.wait(), retry_delay if self.retry_soon else interval)
-            except asyncio.TimeoutError:
+            try:  # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancel that arrives as the event is set,
+                # and this loop would then run on and stop() would wait for it forever
+                async with asyncio.timeout(retry_delay if self.retry_soon else interval):
+                    await self._requested.wait()
+            except TimeoutError:
                 pass
             self._requested.clear()
             retry_delay = min(retry_delay * 2, interval) if self.retry_soon else 0.5
