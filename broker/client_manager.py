@@ -188,3 +188,13 @@ class ProducerManager:
     def any_channel(self, group: str) -> ClientChannelInfo | None:
         channels = self.groups.get(group)
         return next(iter(channels.values()), None) if channels else None
+
+    def find_channel(self, client_id: str) -> ClientChannelInfo | None:
+        """The connection of a producer by its client id (request-reply pushes replies to it); the most recently
+        heard of when a client has several."""
+        found = None
+        for channels in self.groups.values():
+            for info in channels.values():
+                if info.client_id == client_id and (found is None or info.last_update > found.last_update):
+                    found = info
+        return found

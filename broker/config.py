@@ -107,6 +107,8 @@ class BrokerConfig:
     broadcast_offset_expire_second: float = 120.0
     #: a client silent this long is dropped (RocketMQ's channel expiry)
     channel_expired_timeout_second: float = 120.0
+    #: a request-reply reply is also stored in <cluster>_REPLY_TOPIC (besides being pushed to the requester)
+    store_reply_message_enable: bool = True
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 

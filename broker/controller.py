@@ -49,10 +49,12 @@ log = logging.getLogger("rocketmq_emulator.broker")
 
 #: request families imported on their first request ("module:processor class" in broker/handlers/): the
 #: administration requests (mqadmin, the admin client, the emulator's own) that producers and consumers never
-#: send, so that the broker starts accepting without importing them (README "Performance")
+#: send, and request-reply's replies (few applications use them), so that the broker starts accepting without
+#: importing them (README "Performance")
 DEFERRED_PROCESSORS = ("admin_broker:AdminBrokerProcessor", "broker_config:BrokerConfigProcessor",
                        "broker_stats:BrokerStatsProcessor", "consumer_admin:ConsumerAdminProcessor",
-                       "offset_admin:OffsetAdminProcessor", "query_message:QueryMessageProcessor")
+                       "offset_admin:OffsetAdminProcessor", "query_message:QueryMessageProcessor",
+                       "reply_message:ReplyMessageProcessor")
 
 
 class BrokerController:

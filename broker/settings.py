@@ -187,7 +187,7 @@ _BROKER: dict[str, Parse] = {
     "flushConsumerOffsetInterval": _number("int", 1, _INT32), "regionId": _str, "traceOn": _bool,
     "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
     "useServerSideResetOffset": _bool, "enableBroadcastOffsetStore": _bool, "broadcastOffsetExpireSecond": _double,
-    "channelExpiredTimeoutSecond": _double}
+    "channelExpiredTimeoutSecond": _double, "storeReplyMessageEnable": _bool}
 #: its store's (Java's MessageStoreConfig)
 _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),

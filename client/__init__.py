@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .producer import Producer, SendResult, SendStatus
     from .pull_api import PullResult, PullStatus
     from .pull_consumer import PullConsumer
+    from .request_reply import ReplyTimeoutError, create_reply_message
     from .push_consumer import (BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, TIMESTAMP, PushConsumer,
                                 RebalanceListener)
 
@@ -44,6 +45,7 @@ _HOMES = {
     **dict.fromkeys(("Producer", "SendResult", "SendStatus"), ".producer"),
     **dict.fromkeys(("PullResult", "PullStatus"), ".pull_api"),
     "PullConsumer": ".pull_consumer",
+    **dict.fromkeys(("ReplyTimeoutError", "create_reply_message"), ".request_reply"),
     **dict.fromkeys(("BROADCASTING", "CLUSTERING", "FIRST_OFFSET", "LAST_OFFSET", "TIMESTAMP", "PushConsumer",
                      "RebalanceListener"), ".push_consumer"),
 }
@@ -68,6 +70,6 @@ __all__ = [
     "ConsumeFromWhere", "ConsumeResult", "ConsumerNotOnlineError", "ConsumerSettings", "FIRST_OFFSET",
     "InvalidArgumentError", "LAST_OFFSET", "LocalFileOffsetStore", "Message", "MessageModel", "MessageQueue",
     "NoRouteError", "OffsetStore", "Producer", "PullConsumer", "PullResult", "PullStatus", "PushConsumer",
-    "ReadOffsetType", "RebalanceListener", "ReceivedMessage", "RemoteBrokerOffsetStore", "RequestTimeoutError",
-    "SendResult", "SendStatus", "TIMESTAMP",
+    "ReadOffsetType", "RebalanceListener", "ReceivedMessage", "RemoteBrokerOffsetStore", "ReplyTimeoutError",
+    "RequestTimeoutError", "SendResult", "SendStatus", "TIMESTAMP", "create_reply_message",
 ]

@@ -29,6 +29,7 @@ from .errors import (BrokerUnreachableError, ClientError, ClientStateError, NoRo
 from .message import set_unique_id_ip
 from .remoting import RemotingClient
 from .remoting_processor import ClientRemotingProcessor, ServedConsumer
+from .request_reply import RequestFutureHolder
 
 
 log = logging.getLogger("rocketmq_emulator.client")
@@ -58,7 +59,9 @@ class ClientInstance:
         self.config = config
         self.producers: dict[str, object] = {}
         self.consumers: dict[str, RegisteredConsumer] = {}
-        self.processor = ClientRemotingProcessor(client_id, self.consumers)
+        #: this client's requests waiting for their replies (request-reply)
+        self.replies = RequestFutureHolder()
+        self.processor = ClientRemotingProcessor(client_id, self.consumers, self.replies)
         self.remoting = RemotingClient(self.processor.dispatch_table(), connect_timeout=config.connect_timeout,
                                        backoff_max=config.reconnect_backoff_max)
         self.routes: dict[str, TopicRouteData] = {}

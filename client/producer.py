@@ -21,8 +21,8 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, encode_batch,
-                                                encode_properties, java_string_hash)
+from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, MessageExt,
+                                                encode_batch, encode_properties, java_string_hash)
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 from .lifecycle import InstanceUser
@@ -30,7 +30,8 @@ from .config import ClientConfig, build_client_id, validate_name, validate_topic
 from .errors import (RETRIABLE_SEND_CODES, BrokerUnreachableError, ClientStateError, InvalidArgumentError,
                      RequestTimeoutError, response_error)
 from .instance import ClientInstance, request
-from .message import Message, encode_batch_columns, new_unique_id
+from .message import Message, ReceivedMessage, encode_batch_columns, new_unique_id
+from .request_reply import create_reply_message, is_reply, send_request
 from .route import TopicPublishInfo
 
 __all__ = ["Producer", "SendResult", "SendStatus", "select_queue_by_hash"]
@@ -145,8 +146,34 @@ class Producer(InstanceUser):
         props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
         body, sys_flag = self._body(msg.body)
         properties = encode_properties(props)
+        reply = is_reply(msg)
         return await self._send(msg.topic, body, properties, sys_flag, msg.flag, uniq, batch=False,
-                                sharding_key=sharding_key, queue=queue, timeout=timeout)
+                                sharding_key=sharding_key, queue=queue, timeout=timeout,
+                                code=RequestCode.SEND_REPLY_MESSAGE_V2 if reply else None, retries=0 if reply else None)
+
+    async def request(self, topic: str, body: bytes | str, *, tags: str | None = None,
+                      keys: str | Iterable[str] | None = None, properties: Mapping[str, str] | None = None,
+                      timeout: float = 3.0, sharding_key: Any = None) -> ReceivedMessage:
+        """Send a request and wait for its reply (Java's `request(msg, timeout)`): `timeout` seconds for the send
+        and the reply together; ReplyTimeoutError when no reply comes. A consumer of `topic` answers with
+        `send_reply` (request_reply.py)."""
+        if timeout <= 0:
+            raise InvalidArgumentError(f"timeout={timeout!r}: a request needs a positive timeout (seconds)")
+        msg = Message(topic, body, tags=tags, keys=keys, properties=properties)
+        instance = self.instance
+        known = topic in instance.routes
+        await instance.publish_info(validate_topic(topic))
+        if not known or not instance.replies.announced:  # brokers push replies only to producers they know
+            await instance.send_heartbeat_to_all_brokers()
+            instance.replies.announced = True
+        return await send_request(instance.replies, self.client_id, msg, timeout,
+                                  lambda m, left: self.send_message(m, sharding_key=sharding_key, timeout=left))
+
+    async def send_reply(self, request: MessageExt, body: bytes | str, *, timeout: float | None = None) -> SendResult:
+        """Answer a request message (one that `request` sent, received by a consumer): the reply goes to the
+        requester through the broker (SEND_REPLY_MESSAGE_V2). Sent once: a requester that is gone is a
+        BrokerResponseError (SYSTEM_ERROR "... channel of <id> not found."); the broker stores the reply anyway."""
+        return await self.send_message(create_reply_message(request, body), timeout=timeout)
 
     async def send_batch(self, topic: str, messages: Iterable[Message | bytes | str], *,
                          sharding_key: Any = None, queue: MessageQueue | int | None = None,
@@ -257,12 +284,14 @@ class Producer(InstanceUser):
 
     async def _send(self, topic: str, body: bytes, properties: str, sys_flag: int, flag: int, uniq: str, *,
                     batch: bool, sharding_key: Any, queue: MessageQueue | int | None,
-                    timeout: float | None, born_timestamp: int | None = None) -> SendResult:
+                    timeout: float | None, born_timestamp: int | None = None, code: int | None = None,
+                    retries: int | None = None) -> SendResult:
         instance = self.instance
         budget = self.send_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        attempts = 1 + self.retry_times
+        if code is None:
+            code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        attempts = 1 + (self.retry_times if retries is None else retries)
         avoid: str | None = None
         last_exc: Exception | None = None
         tried = 0

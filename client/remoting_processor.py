@@ -12,6 +12,7 @@ is answered by that group's consumer (its `ConsumerRequests`, see `consumer_requ
 * GET_CONSUMER_RUNNING_INFO: settings, subscriptions, process queues and counters (ConsumerRunningInfo).
 * CONSUME_MESSAGE_DIRECTLY: run the handler on the message of the body, answer with the outcome.
 * CHECK_TRANSACTION_STATE: nothing (this client sends no transactional messages; the broker sends it oneway).
+* PUSH_REPLY_MESSAGE_TO_CLIENT: a reply to one of this client's requests (request_reply.py), answered SUCCESS.
 
 Answers when something is wrong: a code not in the table, REQUEST_CODE_NOT_SUPPORTED; a group with no
 consumer in this client, SYSTEM_ERROR "The Consumer Group <G> not exist in this consumer" (Java's words);
@@ -30,7 +31,7 @@ from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, Reset
 from rocketmq_emulator.protocol.bodies import ConsumeMessageDirectlyResult, MessageQueue
 from rocketmq_emulator.protocol.codes import request_code_name
 from rocketmq_emulator.protocol.headers import (CheckTransactionStateRequestHeader, CommandHeader,
-                                                ConsumeMessageDirectlyResultRequestHeader,
+                                                ConsumeMessageDirectlyResultRequestHeader, ReplyMessageRequestHeader,
                                                 GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
                                                 NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.topics import retry_topic
@@ -38,6 +39,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 
 from .errors import ClientError
 from .message import ReceivedMessage, decode_received
+from .request_reply import RequestFutureHolder
 
 log = logging.getLogger("rocketmq_emulator.client")
 
@@ -72,9 +74,11 @@ Handler = Callable[[RemotingCommand, Any], Awaitable["RemotingCommand | None"]]
 
 
 class ClientRemotingProcessor:
-    def __init__(self, client_id: str, consumers: Mapping[str, ServedConsumer]) -> None:
+    def __init__(self, client_id: str, consumers: Mapping[str, ServedConsumer],
+                 replies: RequestFutureHolder | None = None) -> None:
         self.client_id = client_id
         self.consumers = consumers
+        self.replies = RequestFutureHolder() if replies is None else replies
         #: the one table of the requests a broker sends a client: code -> (typed header class, handler)
         self.table: dict[int, tuple[type[CommandHeader], Handler]] = {
             RequestCode.CHECK_TRANSACTION_STATE: (CheckTransactionStateRequestHeader, self.check_transaction_state),
@@ -83,6 +87,7 @@ class ClientRemotingProcessor:
             RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: (GetConsumerStatusRequestHeader, self.consumer_status),
             RequestCode.GET_CONSUMER_RUNNING_INFO: (GetConsumerRunningInfoRequestHeader, self.running_info),
             RequestCode.CONSUME_MESSAGE_DIRECTLY: (ConsumeMessageDirectlyResultRequestHeader, self.consume_directly),
+            RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: (ReplyMessageRequestHeader, self.replies.receive_reply),
         }
 
     def dispatch_table(self) -> DispatchTable:

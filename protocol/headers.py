@@ -186,11 +186,12 @@ else:
 
 
 def decode_send_header(code: int, ext: dict[str, str] | None) -> SendMessageRequestHeader:
-    """The send header of SEND_MESSAGE (long names) or SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (letters).
+    """The send header of SEND_MESSAGE / SEND_REPLY_MESSAGE (long names) or SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE /
+    SEND_REPLY_MESSAGE_V2 (letters).
 
     Both classes have the same attributes, so callers use the result the same way whatever the code.
     """
-    if code == 10:
+    if code == 10 or code == 324:  # SEND_MESSAGE, SEND_REPLY_MESSAGE
         return SendMessageRequestHeader.from_ext(ext)
     return SendMessageRequestHeaderV2.from_ext(ext)
 
@@ -363,6 +364,26 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader, kw_only=True):
     origin_topic: str | None = None
     unit_mode: bool = False
     max_reconsume_times: int | None = None
+
+
+class ReplyMessageRequestHeader(CommandHeader, kw_only=True):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker -> requesting client: the reply's send header, where it was born
+    and stored ("ip:port"), and when; the body is the reply's body."""
+
+    producer_group: str
+    topic: str
+    default_topic: str = "TBW102"
+    default_topic_queue_nums: int = 4
+    queue_id: int
+    sys_flag: int = 0
+    born_timestamp: int
+    flag: int = 0
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    born_host: str
+    store_host: str
+    store_timestamp: int
 
 
 class EndTransactionRequestHeader(CommandHeader, kw_only=True):

@@ -42,6 +42,15 @@ PROPERTY_TRACE_SWITCH = "TRACE_ON"
 PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
 PROPERTY_CLUSTER = "CLUSTER"
+# request-reply (4.6+): the requester's correlation id and client id, the request's time to live (ms), the
+# reply's type marker, and when the broker pushed the reply
+PROPERTY_CORRELATION_ID = "CORRELATION_ID"
+PROPERTY_MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+PROPERTY_MESSAGE_TTL = "TTL"
+PROPERTY_MESSAGE_TYPE = "MSG_TYPE"
+PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+PROPERTY_REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
+REPLY_MESSAGE_FLAG = "reply"
 KEY_SEPARATOR = " "
 
 # Record layout (§7.1). Offsets of the fixed fields, valid for every host variant.

@@ -17,7 +17,7 @@ from rocketmq_emulator.protocol.admin_bodies import GetConsumerStatusBody, Reset
 from rocketmq_emulator.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageQueue
 from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.protocol.headers import (CheckTransactionStateRequestHeader,
-                                                ConsumeMessageDirectlyResultRequestHeader,
+                                                ConsumeMessageDirectlyResultRequestHeader, ReplyMessageRequestHeader,
                                                 GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
                                                 NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.message import MessageExt
@@ -119,6 +119,7 @@ def test_one_table_with_the_java_header_classes():
         RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: GetConsumerStatusRequestHeader,
         RequestCode.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
         RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
+        RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
     }
 
 
@@ -178,9 +179,9 @@ async def test_unknown_code_and_malformed_headers_get_clear_answers(world, caplo
     unknown = await wire.ask(999, {"consumerGroup": "A"})
     assert unknown is not None and unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     assert unknown.remark == " request type 999 not supported"
-    # PUSH_REPLY_MESSAGE_TO_CLIENT: request-reply is not implemented by this client
-    reply = await wire.ask(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, {})
-    assert reply is not None and reply.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    # a broker's request that only brokers answer (PULL_MESSAGE) is not a client's
+    pull = await wire.ask(RequestCode.PULL_MESSAGE, {})
+    assert pull is not None and pull.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
     cases = [
         (RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "A"}, "GET_CONSUMER_RUNNING_INFO", "`clientId`"),
@@ -190,6 +191,7 @@ async def test_unknown_code_and_malformed_headers_get_clear_answers(world, caplo
          "RESET_CONSUMER_CLIENT_OFFSET", "'soon'"),
         (RequestCode.CONSUME_MESSAGE_DIRECTLY, None, "CONSUME_MESSAGE_DIRECTLY", "`consumerGroup`"),
         (RequestCode.CHECK_TRANSACTION_STATE, {"commitLogOffset": "x"}, "CHECK_TRANSACTION_STATE", "Offset"),
+        (RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, {}, "PUSH_REPLY_MESSAGE_TO_CLIENT", "`producerGroup`"),
     ]
     for code, ext, name, field in cases:
         answer = await wire.ask(code, ext)
