@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .consumer_offset import ConsumerOffsetManager
     from .lock_manager import RebalanceLockManager
     from .long_polling import PullRequestHoldService
+    from .filter.consumer_filter import ConsumerFilterManager
     from .stats import BrokerStatsManager
     from .subscription_group import SubscriptionGroupManager
     from .topic_config import TopicConfigManager
@@ -55,6 +56,7 @@ class BrokerState(Protocol):
     lock_manager: RebalanceLockManager
     pull_hold_service: PullRequestHoldService
     stats: BrokerStatsManager
+    consumer_filter_manager: ConsumerFilterManager
 
     @property
     def config(self) -> BrokerConfig: ...

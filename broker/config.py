@@ -109,6 +109,8 @@ class BrokerConfig:
     channel_expired_timeout_second: float = 120.0
     #: a request-reply reply is also stored in <cluster>_REPLY_TOPIC (besides being pushed to the requester)
     store_reply_message_enable: bool = True
+    #: SQL92 property filters (MessageSelector.bySql) are served; off (4.9's default) they are refused
+    enable_property_filter: bool = False
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 

@@ -37,6 +37,7 @@ from .namesrv import RouteInfoManager
 from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
 from .schedule import ScheduleMessageService
 from .send_core import SendMessageCore
+from .filter.consumer_filter import ConsumerFilterManager
 from .stats import BrokerStatsManager
 from .subscription_group import SubscriptionGroupManager
 from .write_through import answer_when_durable
@@ -85,6 +86,7 @@ class BrokerController:
         self.consumer_manager = ConsumerManager(config.channel_expired_timeout_second)
         self.producer_manager = ProducerManager(config.channel_expired_timeout_second)
         self.lock_manager = RebalanceLockManager()
+        self.consumer_filter_manager = ConsumerFilterManager()  # SQL92 subscriptions, compiled once per version
         self.schedule_service = ScheduleMessageService(self, config_dir)
         self.broadcast_offsets = BroadcastOffsetManager(
             self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second)

@@ -187,7 +187,8 @@ _BROKER: dict[str, Parse] = {
     "flushConsumerOffsetInterval": _number("int", 1, _INT32), "regionId": _str, "traceOn": _bool,
     "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
     "useServerSideResetOffset": _bool, "enableBroadcastOffsetStore": _bool, "broadcastOffsetExpireSecond": _double,
-    "channelExpiredTimeoutSecond": _double, "storeReplyMessageEnable": _bool}
+    "channelExpiredTimeoutSecond": _double, "storeReplyMessageEnable": _bool,
+    "enablePropertyFilter": _bool}
 #: its store's (Java's MessageStoreConfig)
 _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),
@@ -204,8 +205,8 @@ SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table
 ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}
 #: broker.conf keys accepted and ignored: this process is always the one master of its broker, embeds its name
 #: server, and keeps the commitlog under storePathRootDir
-IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "enablePropertyFilter",
-                "traceTopicEnable", "aclEnable", "storePathCommitLog")
+IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable",
+                "aclEnable", "storePathCommitLog")
 
 _BY_FIELD = {s.name: s for s in SETTINGS.values()}
 

@@ -52,6 +52,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "broadcast-offset-store": ("enableBroadcastOffsetStore",
                                "true (default): the broker tracks broadcasting clients' offsets; a client with "
                                "none resumes from the group's"),
+    "enable-property-filter": ("enablePropertyFilter",
+                               "true: serve SQL92 property filters (MessageSelector.bySql); false (default, as "
+                               "4.9): refuse them"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "

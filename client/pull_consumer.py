@@ -122,10 +122,12 @@ class PullConsumer(InstanceUser):
 
     # -- pulling and committing ---------------------------------------------------------------------
     async def pull(self, mq: MessageQueue, offset: int | None = None, max_nums: int = 32, *,
-                   expression: str = "*", block: float = 0.0, timeout: float | None = None) -> PullResult:
+                   expression: str = "*", expression_type: str = "TAG", block: float = 0.0,
+                   timeout: float | None = None) -> PullResult:
         """Pull up to `max_nums` messages of `mq` from `offset` (default: the position, which then advances to
-        the result's next offset). `block` > 0: the broker holds the request up to that long when there is
-        nothing new. Status FOUND, NO_NEW_MSG, NO_MATCHED_MSG or OFFSET_ILLEGAL."""
+        the result's next offset). `expression`: tags (`TagA || TagB`), or with `expression_type="SQL92"` a SQL92
+        property filter (the broker needs enablePropertyFilter). `block` > 0: the broker holds the request up to
+        that long when there is nothing new. Status FOUND, NO_NEW_MSG, NO_MATCHED_MSG or OFFSET_ILLEGAL."""
         api = self._api
         if api is None:
             raise ClientStateError(f"pull consumer {self.group!r} is not started")
@@ -134,7 +136,7 @@ class PullConsumer(InstanceUser):
             offset = self._positions.get(mq)
             if offset is None:
                 raise ClientStateError(f"no position for {mq}; pass an offset or seek first")
-        sub = build_subscription(mq.topic, expression, sub_version=0)
+        sub = build_subscription(mq.topic, expression, expression_type, sub_version=0)
         wait = timeout if timeout is not None else self.config.request_timeout + block
         result = await api.pull(mq, sub, offset, max_nums, suspend_timeout=block, timeout=wait)
         if use_position:

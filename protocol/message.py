@@ -11,7 +11,7 @@ import ipaddress
 import struct
 import zlib
 from functools import lru_cache
-from typing import Iterator, Self
+from typing import Any, Iterator, Mapping, Self
 
 from .codes import MessageSysFlag
 from .errors import ProtocolError
@@ -388,6 +388,66 @@ class MessageExt:
         msg._properties = None
         msg.store_size = total
         return msg
+
+
+def record_properties(record: bytes | bytearray | memoryview) -> RawProperties:
+    """The properties of one stored record (a SQL92 filter reads only a few of them), found without decoding the
+    rest of the record and looked up without decoding the other properties; empty for a record too short."""
+    (sf,) = _INT.unpack_from(record, POS_SYS_FLAG)
+    p = _FIXED_SIZES[(sf & _BORN_V6) != 0, (sf & _STORE_V6) != 0]
+    (body_len,) = _INT.unpack_from(record, p - 4)
+    p += body_len
+    if _INT.unpack_from(record, 4)[0] == MESSAGE_MAGIC_CODE_V2:
+        (tlen,) = _USHORT.unpack_from(record, p)
+        p += 2 + tlen
+    else:
+        p += 1 + record[p]
+    if p + 2 > len(record):
+        return RawProperties(b"")
+    (plen,) = _USHORT.unpack_from(record, p)
+    return RawProperties(bytes(record[p + 2:p + 2 + plen]))
+
+
+_FIXED_SIZES = {key: st.size for key, st in _FIXED.items()}
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6)  # plain ints: `int & IntFlag` runs Python-level code
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6)
+_SEP = PROPERTY_SEPARATOR.encode()
+_NV = NAME_VALUE_SEPARATOR.encode()
+
+
+class RawProperties(Mapping[str, str]):
+    """A message's encoded properties (`name\x01value\x02...`) read as a mapping: `get` finds one name in the
+    bytes (the last occurrence wins, as decoding them all would give) without decoding the others."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def get(self, name: str, default: Any = None) -> Any:
+        raw = self.raw
+        key = name.encode() + _NV
+        i = raw.rfind(_SEP + key)
+        if i >= 0:
+            start = i + 1 + len(key)
+        elif raw.startswith(key):
+            start = len(key)
+        else:
+            return default
+        end = raw.find(_SEP, start)
+        return raw[start:end if end >= 0 else len(raw)].decode("utf-8", "replace")
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return str(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(decode_properties(self.raw))
+
+    def __len__(self) -> int:
+        return len(decode_properties(self.raw))
 
 
 def iter_messages(buf: bytes | bytearray | memoryview) -> Iterator[MessageExt]:

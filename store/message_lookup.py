@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 # the pull's tag filter: None (every message), a set of tag hash codes, or a predicate on the tag hash code
 TagFilter = Collection[int] | Callable[[int], bool] | None
+#: a filter on a found message's record bytes (the broker's SQL92 property filter): keep it when it answers True
+RecordFilter = Callable[[bytes], bool] | None
 
 
 def valid_queue_name(topic: str, queue_id: int) -> bool:
@@ -60,8 +62,9 @@ class MessageLookup:
     # get (§9.3)
     # ------------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int = 32,
-                    tag_filter: TagFilter = None) -> GetMessageResult | None:
-        """Pull lookup. `tag_filter`: None (all), a set of tag hash codes, or a callable(tags_code) -> bool."""
+                    tag_filter: TagFilter = None, record_filter: RecordFilter = None) -> GetMessageResult | None:
+        """Pull lookup. `tag_filter`: None (all), a set of tag hash codes, or a callable(tags_code) -> bool;
+        `record_filter`: None, or a callable(record bytes) -> bool applied to the messages the tag filter kept."""
         if not self._running:
             return None
         with self._lock:
@@ -85,13 +88,13 @@ class MessageLookup:
             if buf is None:
                 return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset,
                                         max_offset)
-            result = self._scan_units(buf, offset, max_msg_nums, tag_filter, min_offset, max_offset)
+            result = self._scan_units(buf, offset, max_msg_nums, tag_filter, min_offset, max_offset, record_filter)
             if result.status is GetMessageStatus.FOUND:
                 self.get_found += len(result.messages)
             return result
 
     def _scan_units(self, buf: tuple[MappedFile, int, int], offset: int, max_msg_nums: int, tag_filter: TagFilter,
-                    min_offset: int, max_offset: int) -> GetMessageResult:
+                    min_offset: int, max_offset: int, record_filter: RecordFilter = None) -> GetMessageResult:
         cfg = self.config
         mf, pos, wrote = buf
         end = min(wrote, pos + max(cfg.max_filter_message_count, max_msg_nums * CQ_STORE_UNIT_SIZE))
@@ -143,6 +146,9 @@ class MessageLookup:
                 if not total:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = commitlog.roll_next_file(phy)
+                p += CQ_STORE_UNIT_SIZE
+                continue
+            if record_filter is not None and not record_filter(data):
                 p += CQ_STORE_UNIT_SIZE
                 continue
             messages.append(data)

@@ -17,6 +17,7 @@ from rocketmq_emulator.protocol.topics import retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..client_manager import ClientChannelInfo
+from ..filter.consumer_filter import SQL92, compile_problem
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -55,6 +56,10 @@ class ClientManageProcessor:
             info = ClientChannelInfo(conn, data.client_id, req.language, req.version)
             b.consumer_manager.register(cd.group_name, info, cd.consume_type, cd.message_model,
                                         cd.consume_from_where, list(cd.subscription_data_set), notify)
+            if b.config.enable_property_filter:  # SQL92 subscriptions compiled once per version (ConsumerFilterManager)
+                for sub in cd.subscription_data_set:
+                    if sub.expression_type == SQL92:
+                        b.consumer_filter_manager.register(cd.group_name, sub.topic, sub.sub_string, sub.sub_version)
         for pd in data.producer_data_set:
             b.producer_manager.register(pd.group_name, ClientChannelInfo(conn, data.client_id, req.language,
                                                                          req.version))
@@ -76,8 +81,13 @@ class ClientManageProcessor:
         body = CheckClientRequestBody.decode(req.body) if req.body else CheckClientRequestBody()
         sub = body.subscription_data
         if sub is not None and sub.expression_type not in ("", "TAG"):
-            raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                              f"The broker does not support consumer to filter message by {sub.expression_type}")
+            if sub.expression_type != SQL92 or not self.broker.config.enable_property_filter:
+                raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                                  f"The broker does not support consumer to filter message by {sub.expression_type}")
+            problem = compile_problem(sub.sub_string)
+            if problem is not None:
+                log.info("client %s: SQL92 subscription of %s refused: %s", body.client_id, sub.topic, problem)
+                raise BrokerError(ResponseCode.SYSTEM_ERROR, problem)
         return RemotingCommand.response_to(req)
 
     def get_consumer_list_by_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol import BrokerError, PermName, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
@@ -17,6 +17,7 @@ from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInn
 from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..broadcast_offset import session_of
+from ..filter.consumer_filter import SQL92
 from ..long_polling import PullRequest
 
 if TYPE_CHECKING:
@@ -97,9 +98,10 @@ class PullMessageProcessor:
             expression_type = sub.expression_type or "TAG"
             codes = frozenset(sub.code_set) if sub.sub_string.strip() not in ("", "*") and sub.code_set else \
                 parse_tag_expression(sub.sub_string)
+        record_filter = None
         if expression_type != "TAG":
-            raise BrokerError(_R.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
-                                               + expression_type)
+            record_filter = self._sql92_filter(h, expression_type)
+            codes = None  # every tag; the properties decide
 
         gi = b.consumer_manager.get(h.consumer_group)
         broadcasting = gi is not None and gi.message_model == MessageModel.BROADCASTING
@@ -117,7 +119,8 @@ class PullMessageProcessor:
             return self._moved(req, h, moved_to, broadcasting, client_id, session)
 
         began = time.perf_counter_ns()
-        result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums, codes)
+        result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums, codes,
+                                     record_filter)
         if result is None:
             raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
         status = result.status
@@ -161,6 +164,27 @@ class PullMessageProcessor:
 
         return RemotingCommand.response_to(req, code, status.name, PullMessageResponseHeader.fast_ext(
             result.next_begin_offset, result.min_offset, result.max_offset), body)
+
+    def _sql92_filter(self, h: PullMessageRequestHeader, expression_type: str) -> Callable[[bytes], bool]:
+        """The compiled SQL92 expression of the pull (its own, with the subscription flag) or of the group's
+        subscription (ConsumerFilterManager, fed by heartbeats), as 4.9.8's PullMessageProcessor answers."""
+        b = self.broker
+        if expression_type != SQL92 or not b.config.enable_property_filter:
+            raise BrokerError(_R.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
+                                               + expression_type)
+        if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+            built = b.consumer_filter_manager.build(h.subscription or "")
+            if isinstance(built, str):
+                log.info("pull of %s by %s: %s", h.topic, h.consumer_group, built)
+                raise BrokerError(_R.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+            return built
+        data = b.consumer_filter_manager.get(h.topic, h.consumer_group)
+        if data is None or data.record_filter is None:
+            raise BrokerError(_R.FILTER_DATA_NOT_EXIST,
+                              "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        if data.version < h.sub_version:
+            raise BrokerError(_R.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
+        return data.record_filter
 
     def _reset_pending(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> bool:
         b = self.broker
