@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .runtime_config import BrokerConfiguration
     from .schedule import ScheduleMessageService
     from .send_core import SendMessageCore
+    from .transaction import TransactionalMessageService
 
 
 class BrokerContext(BrokerState, Protocol):
@@ -33,6 +34,9 @@ class BrokerContext(BrokerState, Protocol):
 
     @property
     def send_core(self) -> SendMessageCore: ...
+
+    @property
+    def transactions(self) -> TransactionalMessageService: ...
 
     def delete_topic(self, topic: str) -> None:
         """Remove a topic: its config, its queues in the store, its consumer offsets."""

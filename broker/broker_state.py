@@ -42,6 +42,12 @@ class MessagePutting(Protocol):
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult: ...
 
 
+class HalfMessages(Protocol):
+    """Transactions as the send path sees them (TransactionalMessageService): a message made a half message."""
+
+    def half_message(self, msg: MessageExtBrokerInner, props: dict[str, str]) -> None: ...
+
+
 class BrokerState(Protocol):
     """One broker's configuration, store and managers (BrokerController has them all)."""
 
@@ -74,6 +80,9 @@ class BrokerState(Protocol):
 
     @property
     def send_core(self) -> MessagePutting: ...
+
+    @property
+    def transactions(self) -> HalfMessages: ...
 
     def message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         """A message was stored: wake the pulls held on its queue."""

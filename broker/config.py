@@ -111,6 +111,13 @@ class BrokerConfig:
     store_reply_message_enable: bool = True
     #: SQL92 property filters (MessageSelector.bySql) are served; off (4.9's default) they are refused
     enable_property_filter: bool = False
+    #: transactions (4.9.8's keys): a half message with no decision this long (ms) is checked back with its
+    #: producer, every transaction_check_interval ms, at most transaction_check_max times; then it is discarded to
+    #: TRANS_CHECK_MAX_TIME_TOPIC. reject_transaction_message refuses half messages.
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60000
+    reject_transaction_message: bool = False
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 

@@ -39,6 +39,8 @@ from .schedule import ScheduleMessageService
 from .send_core import SendMessageCore
 from .filter.consumer_filter import ConsumerFilterManager
 from .stats import BrokerStatsManager
+from .transaction import TransactionalMessageService
+from .transaction_check import TransactionalMessageCheckService
 from .subscription_group import SubscriptionGroupManager
 from .write_through import answer_when_durable
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
@@ -50,12 +52,12 @@ log = logging.getLogger("rocketmq_emulator.broker")
 
 #: request families imported on their first request ("module:processor class" in broker/handlers/): the
 #: administration requests (mqadmin, the admin client, the emulator's own) that producers and consumers never
-#: send, and request-reply's replies (few applications use them), so that the broker starts accepting without
-#: importing them (README "Performance")
+#: send, request-reply's replies and transactions' decisions (few applications use them), so that the broker
+#: starts accepting without importing them (README "Performance")
 DEFERRED_PROCESSORS = ("admin_broker:AdminBrokerProcessor", "broker_config:BrokerConfigProcessor",
                        "broker_stats:BrokerStatsProcessor", "consumer_admin:ConsumerAdminProcessor",
                        "offset_admin:OffsetAdminProcessor", "query_message:QueryMessageProcessor",
-                       "reply_message:ReplyMessageProcessor")
+                       "reply_message:ReplyMessageProcessor", "end_transaction:EndTransactionProcessor")
 
 
 class BrokerController:
@@ -94,6 +96,8 @@ class BrokerController:
         self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
         self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
+        self.transactions = TransactionalMessageService(self)  # half messages, END_TRANSACTION
+        self.transaction_check = TransactionalMessageCheckService(self)  # the check-back, every check interval
 
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
@@ -183,6 +187,7 @@ class BrokerController:
         every(10.0, self._clean_files)
         every(self.broadcast_offsets.scan_interval_s, self.broadcast_offsets.scan)
         every(30.0, self._register_periodically)
+        every(lambda: self.config.transaction_check_interval / 1000, self.transaction_check.check)  # updatable
         self.stats.start(every)
         self.started_at = time.time()
 

@@ -14,7 +14,7 @@ as in RocketMQ's SendMessageProcessor:
   the store status mapped to a response code and remark, the statistics, the held pulls woken, one response per
   request.
 
-Transactional (half) messages are refused with NO_PERMISSION: this emulator does not implement transactions.
+A transactional (half) message goes the same way, to RMQ_SYS_TRANS_HALF_TOPIC (send_inner.py, transaction.py).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ tags hash and keys to index, a retry topic resolved (handleRetryAndDLQ), a delay
 
 * `plain`: the common message, read in one pass over its properties as bytes; None when it is not one (a delay
   level, a transaction, CLUSTER already set, or a retry topic).
-* `full`: any single message, its properties decoded: a transaction refused, a retry topic resolved, a delay
-  level parked in SCHEDULE_TOPIC_XXXX.
+* `full`: any single message, its properties decoded: a half message of a transaction made (transaction.py), a
+  retry topic resolved, a delay level parked in SCHEDULE_TOPIC_XXXX.
 * `batch`: the messages of a batch request.
 
 Every message passes the same size rules before it is built, refused with the same remarks
@@ -108,22 +108,28 @@ class InnerMessageBuilder:
                                      0, index_keys)
 
     def full(self, request: SendMessageRequest) -> MessageExtBrokerInner:
-        """Any single message, its properties decoded: a transaction refused, a retry topic resolved (to the DLQ
+        """Any single message, its properties decoded: a half message made, a retry topic resolved (to the DLQ
         after the group's max reconsume times), a delay level parked, CLUSTER set."""
         h = request.header
         topic, queue_id, sys_flag = h.topic, request.queue_id, request.sys_flag
         text = h.properties or ""
         props = decode_properties(text) if text else {}
-        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
-            raise BrokerError(ResponseCode.NO_PERMISSION,
-                              "transactional messages are not supported by rocketmq-emulator")
         reconsume_times = h.reconsume_times or 0
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self.handle_retry_and_dlq(request, reconsume_times, props)
         tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
         delay = props.get(PROPERTY_DELAY_TIME_LEVEL)
         level = int(delay) if delay is not None and delay.lstrip("-").isdigit() else 0
-        if level > 0 or PROPERTY_CLUSTER in props:
+        # a half message (transaction.py), unless it is a consumer's retry of one (as upstream)
+        half = (props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true"
+                and not (reconsume_times > 0 and level > 0))
+        if half:
+            if self.broker.config.reject_transaction_message:
+                raise BrokerError(ResponseCode.NO_PERMISSION, f"the broker[{self.broker.config.broker_ip1}] sending "
+                                                              "transaction message is forbidden")
+            if props.pop(PROPERTY_DELAY_TIME_LEVEL, None) is not None:  # as the Java producer drops it
+                level = 0
+        if level > 0 or PROPERTY_CLUSTER in props or half:
             props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
             props[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
             if level > 0:
@@ -134,11 +140,14 @@ class InnerMessageBuilder:
             if PROPERTY_WAIT_STORE_MSG_OK in props:
                 text = "\x02".join(p for p in text.split("\x02") if not p.startswith("WAIT\x01"))
             raw = (text + self._cluster_suffix if text else self._cluster_suffix[1:]).encode()
-        self._check_sizes(raw, request.body)
-        return MessageExtBrokerInner(topic, queue_id, request.body, flag=h.flag, properties_raw=raw,
-                                     tags_code=tags_code, sys_flag=sys_flag, born_timestamp=h.born_timestamp,
-                                     born_host=request.born_host, born_port=request.born_port,
-                                     reconsume_times=reconsume_times, keys=keys_of(props))
+        msg = MessageExtBrokerInner(topic, queue_id, request.body, flag=h.flag, properties_raw=raw,
+                                    tags_code=tags_code, sys_flag=sys_flag, born_timestamp=h.born_timestamp,
+                                    born_host=request.born_host, born_port=request.born_port,
+                                    reconsume_times=reconsume_times, keys=keys_of(props))
+        if half:
+            self.broker.transactions.half_message(msg, props)
+        self._check_sizes(msg.properties_raw, request.body)
+        return msg
 
     def batch(self, request: SendMessageRequest) -> list[MessageExtBrokerInner]:
         """The messages of a batch request: each item's properties with the request's and CLUSTER appended."""

@@ -188,7 +188,9 @@ _BROKER: dict[str, Parse] = {
     "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
     "useServerSideResetOffset": _bool, "enableBroadcastOffsetStore": _bool, "broadcastOffsetExpireSecond": _double,
     "channelExpiredTimeoutSecond": _double, "storeReplyMessageEnable": _bool,
-    "enablePropertyFilter": _bool}
+    "enablePropertyFilter": _bool, "transactionTimeOut": _number("long", 0, 2**63 - 1),
+    "transactionCheckMax": _number("int", 1, _INT32), "transactionCheckInterval": _number("long", 1, 2**63 - 1),
+    "rejectTransactionMessage": _bool}
 #: its store's (Java's MessageStoreConfig)
 _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),

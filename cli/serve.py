@@ -55,6 +55,12 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "enable-property-filter": ("enablePropertyFilter",
                                "true: serve SQL92 property filters (MessageSelector.bySql); false (default, as "
                                "4.9): refuse them"),
+    "transaction-timeout": ("transactionTimeOut",
+                            "ms a half message waits for its producer's decision before the broker checks back "
+                            "(default 6000)"),
+    "transaction-check-interval": ("transactionCheckInterval",
+                                   "ms between the broker's transaction check-back rounds (default 60000; tests "
+                                   "make it short, e.g. 500)"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "

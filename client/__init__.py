@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .pull_api import PullResult, PullStatus
     from .pull_consumer import PullConsumer
     from .request_reply import ReplyTimeoutError, create_reply_message
+    from .transaction_producer import LocalTransactionState, TransactionProducer, TransactionSendResult
     from .push_consumer import (BROADCASTING, CLUSTERING, FIRST_OFFSET, LAST_OFFSET, TIMESTAMP, PushConsumer,
                                 RebalanceListener)
 
@@ -46,6 +47,8 @@ _HOMES = {
     **dict.fromkeys(("PullResult", "PullStatus"), ".pull_api"),
     "PullConsumer": ".pull_consumer",
     **dict.fromkeys(("ReplyTimeoutError", "create_reply_message"), ".request_reply"),
+    **dict.fromkeys(("LocalTransactionState", "TransactionProducer", "TransactionSendResult"),
+                    ".transaction_producer"),
     **dict.fromkeys(("BROADCASTING", "CLUSTERING", "FIRST_OFFSET", "LAST_OFFSET", "TIMESTAMP", "PushConsumer",
                      "RebalanceListener"), ".push_consumer"),
 }
@@ -68,8 +71,9 @@ __all__ = [
     "Admin", "AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle", "BROADCASTING",
     "BrokerResponseError", "BrokerUnreachableError", "CLUSTERING", "ClientConfig", "ClientError", "ClientStateError",
     "ConsumeFromWhere", "ConsumeResult", "ConsumerNotOnlineError", "ConsumerSettings", "FIRST_OFFSET",
-    "InvalidArgumentError", "LAST_OFFSET", "LocalFileOffsetStore", "Message", "MessageModel", "MessageQueue",
+    "InvalidArgumentError", "LAST_OFFSET", "LocalFileOffsetStore", "LocalTransactionState", "Message", "MessageModel", "MessageQueue",
     "NoRouteError", "OffsetStore", "Producer", "PullConsumer", "PullResult", "PullStatus", "PushConsumer",
     "ReadOffsetType", "RebalanceListener", "ReceivedMessage", "RemoteBrokerOffsetStore", "ReplyTimeoutError",
-    "RequestTimeoutError", "SendResult", "SendStatus", "TIMESTAMP", "create_reply_message",
+    "RequestTimeoutError", "SendResult", "SendStatus", "TIMESTAMP", "TransactionProducer", "TransactionSendResult",
+    "create_reply_message",
 ]

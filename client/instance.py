@@ -61,7 +61,7 @@ class ClientInstance:
         self.consumers: dict[str, RegisteredConsumer] = {}
         #: this client's requests waiting for their replies (request-reply)
         self.replies = RequestFutureHolder()
-        self.processor = ClientRemotingProcessor(client_id, self.consumers, self.replies)
+        self.processor = ClientRemotingProcessor(client_id, self.consumers, self.replies, self.producers)
         self.remoting = RemotingClient(self.processor.dispatch_table(), connect_timeout=config.connect_timeout,
                                        backoff_max=config.reconnect_backoff_max)
         self.routes: dict[str, TopicRouteData] = {}

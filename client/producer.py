@@ -21,8 +21,9 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, BatchItem, MessageExt,
-                                                encode_batch, encode_properties, java_string_hash)
+from rocketmq_emulator.protocol.message import (PROPERTY_TRANSACTION_PREPARED, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                                                BatchItem, MessageExt, encode_batch, encode_properties,
+                                                java_string_hash)
 from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 from .lifecycle import InstanceUser
@@ -36,6 +37,7 @@ from .route import TopicPublishInfo
 
 __all__ = ["Producer", "SendResult", "SendStatus", "select_queue_by_hash"]
 
+_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)  # a plain int (IntFlag arithmetic is slow)
 _SEND_OK_CODES: dict[int, str] = {
     ResponseCode.SUCCESS: "SEND_OK", ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT", ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
@@ -145,6 +147,8 @@ class Producer(InstanceUser):
         props = msg.properties
         props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
         body, sys_flag = self._body(msg.body)
+        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":  # a half message (TransactionProducer), as Java
+            sys_flag |= _PREPARED
         properties = encode_properties(props)
         reply = is_reply(msg)
         return await self._send(msg.topic, body, properties, sys_flag, msg.flag, uniq, batch=False,

@@ -11,7 +11,8 @@ is answered by that group's consumer (its `ConsumerRequests`, see `consumer_requ
 * GET_CONSUMER_STATUS_FROM_CLIENT: the in-memory offsets of the topic's queues.
 * GET_CONSUMER_RUNNING_INFO: settings, subscriptions, process queues and counters (ConsumerRunningInfo).
 * CONSUME_MESSAGE_DIRECTLY: run the handler on the message of the body, answer with the outcome.
-* CHECK_TRANSACTION_STATE: nothing (this client sends no transactional messages; the broker sends it oneway).
+* CHECK_TRANSACTION_STATE: the transactional producer of the message's group (PGROUP) checks its local
+  transaction and answers END_TRANSACTION (transaction_producer.py); nothing when the group has none here.
 * PUSH_REPLY_MESSAGE_TO_CLIENT: a reply to one of this client's requests (request_reply.py), answered SUCCESS.
 
 Answers when something is wrong: a code not in the table, REQUEST_CODE_NOT_SUPPORTED; a group with no
@@ -35,6 +36,7 @@ from rocketmq_emulator.protocol.headers import (CheckTransactionStateRequestHead
                                                 GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
                                                 NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.topics import retry_topic
+from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from .errors import ClientError
@@ -70,14 +72,16 @@ class ServedConsumer(Protocol):
         """Its answers; None while it is not started."""
 
 
-Handler = Callable[[RemotingCommand, Any], Awaitable["RemotingCommand | None"]]
+#: (request, its decoded header, the connection it came on) -> answer
+Handler = Callable[[RemotingCommand, Any, "RemotingConnection | None"], Awaitable["RemotingCommand | None"]]
 
 
 class ClientRemotingProcessor:
     def __init__(self, client_id: str, consumers: Mapping[str, ServedConsumer],
-                 replies: RequestFutureHolder | None = None) -> None:
+                 replies: RequestFutureHolder | None = None, producers: Mapping[str, object] | None = None) -> None:
         self.client_id = client_id
         self.consumers = consumers
+        self.producers: Mapping[str, object] = {} if producers is None else producers
         self.replies = RequestFutureHolder() if replies is None else replies
         #: the one table of the requests a broker sends a client: code -> (typed header class, handler)
         self.table: dict[int, tuple[type[CommandHeader], Handler]] = {
@@ -104,7 +108,7 @@ class ClientRemotingProcessor:
         header_class, handler = entry
         try:
             header = header_class.from_ext(cmd.ext_fields)
-            return await handler(cmd, header)
+            return await handler(cmd, header, conn)
         except ProtocolError as exc:
             log.info("%s: bad %s request: %s", self.client_id, request_code_name(cmd.code), exc)
             return RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_ERROR,
@@ -126,14 +130,31 @@ class ClientRemotingProcessor:
         return requests
 
     # -- the handlers: (request, decoded header) -> answer --------------------------------------------
-    async def check_transaction_state(self, cmd: RemotingCommand, h: CheckTransactionStateRequestHeader) -> None:
-        log.debug("%s: CHECK_TRANSACTION_STATE for message %s ignored: no transactional producer here",
-                  self.client_id, h.msg_id)
+    async def check_transaction_state(self, cmd: RemotingCommand, h: CheckTransactionStateRequestHeader,
+                                      conn: RemotingConnection | None = None) -> None:
+        """Java's checkTransactionState: the producer of the message's PGROUP group checks its local transaction
+        and answers END_TRANSACTION on this connection (in the background: the request is oneway)."""
+        msgs = decode_received(cmd.body or b"", MessageQueue("", "", 0))
+        if not msgs:
+            log.warning("%s: CHECK_TRANSACTION_STATE without a readable message (%s)", self.client_id, h.msg_id)
+            return
+        msg = msgs[0]
+        msg.message_queue = MessageQueue(msg.topic, "", msg.queue_id)
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP)
+        producer = self.producers.get(group or "")
+        checker = getattr(producer, "check_transaction_state", None)
+        if checker is None or conn is None:
+            log.debug("%s: CHECK_TRANSACTION_STATE for message %s of group %s: no transactional producer of the "
+                      "group here", self.client_id, h.msg_id, group)
+            return
+        checker(msg, h, conn)
 
-    async def ids_changed(self, cmd: RemotingCommand, h: NotifyConsumerIdsChangedRequestHeader) -> None:
+    async def ids_changed(self, cmd: RemotingCommand, h: NotifyConsumerIdsChangedRequestHeader,
+                          conn: RemotingConnection | None = None) -> None:
         self.consumer(h.consumer_group, cmd).rebalance_now()
 
-    async def reset_offset(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader) -> None:
+    async def reset_offset(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader,
+                          conn: RemotingConnection | None = None) -> None:
         consumer = self.consumer(h.group, cmd)
         try:
             table = ResetOffsetBody.decode(cmd.body).offset_table if cmd.body else {}
@@ -142,15 +163,17 @@ class ClientRemotingProcessor:
             return
         consumer.reset_offset(h.topic, table)
 
-    async def consumer_status(self, cmd: RemotingCommand, h: GetConsumerStatusRequestHeader) -> RemotingCommand:
+    async def consumer_status(self, cmd: RemotingCommand, h: GetConsumerStatusRequestHeader,
+                              conn: RemotingConnection | None = None) -> RemotingCommand:
         table = self.consumer(h.group, cmd).consumer_status(h.topic)
         return RemotingCommand.response_to(cmd, body=GetConsumerStatusBody(message_queue_table=table).encode())
 
-    async def running_info(self, cmd: RemotingCommand, h: GetConsumerRunningInfoRequestHeader) -> RemotingCommand:
+    async def running_info(self, cmd: RemotingCommand, h: GetConsumerRunningInfoRequestHeader,
+                           conn: RemotingConnection | None = None) -> RemotingCommand:
         return RemotingCommand.response_to(cmd, body=self.consumer(h.consumer_group, cmd).running_info().encode())
 
     async def consume_directly(self, cmd: RemotingCommand,
-                               h: ConsumeMessageDirectlyResultRequestHeader) -> RemotingCommand:
+                               h: ConsumeMessageDirectlyResultRequestHeader, conn: RemotingConnection | None = None) -> RemotingCommand:
         consumer = self.consumer(h.consumer_group, cmd)
         broker = h.broker_name or ""
         msgs = decode_received(cmd.body, MessageQueue("", broker, 0), retry_topic(h.consumer_group))

@@ -66,7 +66,8 @@ class RequestFutureHolder:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    async def receive_reply(self, cmd: RemotingCommand, h: ReplyMessageRequestHeader) -> RemotingCommand:
+    async def receive_reply(self, cmd: RemotingCommand, h: ReplyMessageRequestHeader, conn: object = None
+                            ) -> RemotingCommand:
         """PUSH_REPLY_MESSAGE_TO_CLIENT: complete the waiting request; SUCCESS whether or not one waits."""
         msg = reply_from_push(cmd, h)
         correlation_id = msg.properties.get(PROPERTY_CORRELATION_ID, "")

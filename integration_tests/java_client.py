@@ -35,7 +35,7 @@ TOOLS_JARS = ("logback-classic", "logback-core")
 APT_PACKAGES = ("default-jdk-headless", "libnetty-java", "libcommons-lang3-java", "libcommons-cli-java",
                 "libcommons-validator-java", "libcommons-collections3-java", "libcommons-codec-java",
                 "libyaml-snake-java", "libslf4j-java", "liblogback-java", "libzstd-jni-java", "liblz4-java")
-DRIVERS = ("Produce", "PushConsume", "LitePull", "MQAdminPlus", "RequestReply", "SqlConsume")
+DRIVERS = ("Produce", "PushConsume", "LitePull", "MQAdminPlus", "RequestReply", "SqlConsume", "TxProduce")
 
 
 def _missing() -> list[str]:

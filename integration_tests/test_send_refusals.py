@@ -32,7 +32,7 @@ def requests() -> list[RemotingCommand]:
             send("Refusals", b"x" * 1025),
             send("Refusals", b"x" * 1025, {"DELAY": "1"}),
             send("Refusals", batch=[(b"x" * 600, {}), (b"y" * 600, {})]),
-            send("Refusals", sys_flag=0x4),
+            send("Refusals", props={"TRAN_MSG": "true", "PGROUP": "p"}, sys_flag=0x4),
             send("Refusals", batch=[(b"t", {})], sys_flag=0x4),
             send("%RETRY%G", batch=[(b"r", {})]),
             send("Refusals", queue_id=99),
@@ -41,7 +41,7 @@ def requests() -> list[RemotingCommand]:
 
 
 def test_refused_sends_are_answered_alike_alone_and_read_together(emulator_factory):
-    emu = emulator_factory(max_message_size=1024)
+    emu = emulator_factory(max_message_size=1024, reject_transaction_message=True)
 
     async def scenario():
         async with await RawClient.connect("127.0.0.1", emu.broker_port) as c:
@@ -65,7 +65,7 @@ def test_refused_sends_are_answered_alike_alone_and_read_together(emulator_facto
         (illegal, "the message body size 1025 exceeds maxMessageSize 1024"),
         (illegal, "the message body size 1025 exceeds maxMessageSize 1024"),
         (illegal, "the batch body size 1200 exceeds maxMessageSize 1024"),
-        (ResponseCode.NO_PERMISSION, "transactional messages are not supported by rocketmq-emulator"),
+        (ResponseCode.NO_PERMISSION, "the broker[127.0.0.1] sending transaction message is forbidden"),
         (illegal, "batch request does not support transaction message"),
         (illegal, "batch request does not support retry group %RETRY%G"),
         (ResponseCode.SYSTEM_ERROR, "request queueId[99] is illegal, Refusals Producer: "

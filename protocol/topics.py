@@ -18,11 +18,17 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
 #: where a master records each PULL_OFFSET_MOVED correction
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+#: transactions: half (prepared) messages, the op records of their decisions, half messages checked too often,
+#: and the system group whose offsets are the check service's progress through the first two
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRANS_CONSUMER_GROUP = "CID_RMQ_SYS_TRANS"
 #: topics producers may never write
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-                                     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
-SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
-                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                     TRANS_CHECK_MAX_TIME_TOPIC, "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, "BenchmarkTest", TRANS_HALF_TOPIC,
+                           "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
                            "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
 TOPIC_MAX_LENGTH = 127
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
