@@ -25,7 +25,7 @@ import time
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, encode_command_bytes
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
+from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 
 from .broker_bench import Broker, drive
 

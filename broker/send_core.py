@@ -96,10 +96,11 @@ class SendMessageCore:
         run_at: list[int] = []
         run: list[MessageExtBrokerInner] = []
         plain = self.inner.plain
+        limit = self.broker.config.store.max_message_size  # once per read (updateBrokerConfig swaps the config)
         for i, request in enumerate(requests):
             try:
                 self.msg_check(request)
-                msg = None if request.header.batch else plain(request)
+                msg = None if request.header.batch else plain(request, limit)
                 if msg is not None:
                     run.append(msg)
                     run_at.append(i)

@@ -88,9 +88,10 @@ class InnerMessageBuilder:
         msg = self.plain(request)
         return msg if msg is not None else self.full(request)
 
-    def plain(self, request: SendMessageRequest) -> MessageExtBrokerInner | None:
+    def plain(self, request: SendMessageRequest, limit: int | None = None) -> MessageExtBrokerInner | None:
         """The common message, stored as sent (WAIT dropped, CLUSTER added), read in one pass over its
-        properties as bytes: None when it is not one."""
+        properties as bytes: None when it is not one. `limit`: maxMessageSize when the caller has read it (once
+        for the requests of a read, not once per message: the size rules are inlined here, the hot path)."""
         h = request.header
         if request.sys_flag & TRANSACTION_TYPE_MASK or h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return None
@@ -102,7 +103,12 @@ class InnerMessageBuilder:
             raw = remove_property(raw, b"WAIT")
         raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
         body = request.body
-        self._check_sizes(raw, body)
+        if len(raw) > MAX_PROPERTIES_SIZE:  # _check_sizes' rules, inlined
+            raise _properties_too_big(raw)
+        if limit is None:
+            limit = self.broker.config.store.max_message_size
+        if len(body) > limit:
+            raise _body_too_big(len(body), limit)
         return MessageExtBrokerInner(h.topic, request.queue_id, body, h.flag, raw, tags_code, request.sys_flag,
                                      h.born_timestamp, request.born_host, request.born_port, h.reconsume_times or 0,
                                      0, index_keys)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from rocketmq_emulator.client import (FIRST_OFFSET, BrokerResponseError, Message, Producer, PushConsumer,
+from rocketmq_emulator.client import (FIRST_OFFSET, BrokerResponseError, Producer, PushConsumer,
                                       ReplyTimeoutError, create_reply_message)
 from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.message import MessageExt

@@ -8,7 +8,6 @@ import asyncio
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -130,22 +129,21 @@ def test_kill_9_in_the_middle_of_transactions_loses_no_decided_transaction(tmp_p
     async def main():
         async with TransactionProducer("tx-crash", namesrv=broker.namesrv_addr, check_local_transaction=by_parity,
                                        send_timeout=2.0) as producer:
-            async def run(count: int) -> None:
-                for i in range(count):
-                    body = f"tx-{len(acked) + 1000 * (count == 30)}-{i}"
-                    body = f"tx-{i if count == 30 else 100 + i}"
+            async def run(first: int, count: int) -> None:
+                for i in range(first, first + count):
+                    body = f"tx-{i}"
                     try:
                         await producer.send_message_in_transaction(Message(TOPIC, body),
                                                                    lambda m, a: by_parity(_Text(m)))
                         acked.append(body)
                     except Exception:  # noqa: BLE001 - refused or cut by the kill: not acknowledged
                         pass
-            sender = asyncio.create_task(run(30))
+            sender = asyncio.create_task(run(0, 30))
             await asyncio.sleep(random.uniform(0.2, 0.6))
             await asyncio.to_thread(broker.kill)
             await sender
             await asyncio.to_thread(broker.start)
-            await run(10)  # and after the restart
+            await run(100, 10)  # and after the restart
             committed = [b for b in acked if int(b.rsplit("-", 1)[1]) % 2 == 0]
             return committed, await consumed(broker.namesrv_addr, "g-after", len(committed), settle=2.0, limit=30)
     try:
