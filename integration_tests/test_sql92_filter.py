@@ -80,15 +80,20 @@ def test_a_held_pull_is_answered_when_a_matching_message_arrives(emu):
     assert waited < 5  # long polling woke it, no 15-s poll cycle
 
 
-def test_an_invalid_expression_fails_start_with_the_parsers_message(emu):
-    async def main():
-        consumer = PushConsumer("typo", namesrv=emu.namesrv_addr)
-        consumer.subscribe(TOPIC, "amount >> 3", "SQL92")
+def start_error(ns: str, group: str, expression: str) -> BrokerResponseError:
+    """The error a push consumer subscribing with `expression` (SQL92) fails to start with."""
+    async def main() -> BrokerResponseError:
+        consumer = PushConsumer(group, namesrv=ns)
+        consumer.subscribe(TOPIC, expression, "SQL92")
         consumer.on_message(lambda msg: None)
         with pytest.raises(BrokerResponseError) as info:
             await consumer.start()
         return info.value
-    error = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_an_invalid_expression_fails_start_with_the_parsers_message(emu):
+    error = start_error(emu.namesrv_addr, "typo", "amount >> 3")
     assert error.code == ResponseCode.SYSTEM_ERROR
     assert "invalid SQL92 expression 'amount >> 3': unexpected '>' at column 9" in error.remark
 
@@ -113,14 +118,7 @@ def test_lite_pull_with_sql92_and_its_errors(emu):
 def test_refused_when_the_broker_does_not_enable_property_filters(tmp_path):
     emu = EmulatorThread(tmp_path / "store", topics=[(TOPIC, 2)]).start()
     try:
-        async def main():
-            consumer = PushConsumer("sql", namesrv=emu.namesrv_addr)
-            consumer.subscribe(TOPIC, "amount > 1", "SQL92")
-            consumer.on_message(lambda msg: None)
-            with pytest.raises(BrokerResponseError) as info:
-                await consumer.start()
-            return info.value
-        error = asyncio.run(main())
+        error = start_error(emu.namesrv_addr, "sql", "amount > 1")
         assert error.code == ResponseCode.SYSTEM_ERROR
         assert error.remark == "The broker does not support consumer to filter message by SQL92"
     finally:
