@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rocketmq_emulator.protocol.transport import RemotingServer
 
     from .broker2client import Broker2Client
+    from .pop.service import PopService
     from .runtime_config import BrokerConfiguration
     from .schedule import ScheduleMessageService
     from .send_core import SendMessageCore
@@ -28,6 +29,7 @@ class BrokerContext(BrokerState, Protocol):
     configuration: BrokerConfiguration
     server: RemotingServer
     vip_server: RemotingServer | None
+    pop_service: PopService
 
     @property
     def schedule_service(self) -> ScheduleMessageService: ...

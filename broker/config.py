@@ -118,6 +118,10 @@ class BrokerConfig:
     transaction_check_max: int = 15
     transaction_check_interval: int = 60000
     reject_transaction_message: bool = False
+    #: POP consumption (5.x): percent of pops that read the group's pop retry topic first
+    pop_from_retry_probability: int = 20
+    #: the shortest invisible time a gRPC receive may ask for, ms (the 5.x proxy's minInvisibleTimeMillsForRecv)
+    min_invisible_time_mills_for_recv: int = 10000
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 

@@ -29,9 +29,11 @@ from .broker2client import Broker2Client
 from .handlers.client_manage import ClientManageProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
+from .handlers.pop_message import PopMessageProcessor
 from .handlers.pull_message import PullMessageProcessor
 from .handlers.send_message import SendMessageProcessor
 from .lock_manager import RebalanceLockManager
+from .pop.service import PopService
 from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
 from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
@@ -98,12 +100,13 @@ class BrokerController:
         self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
         self.transactions = TransactionalMessageService(self)  # half messages, END_TRANSACTION
         self.transaction_check = TransactionalMessageCheckService(self)  # the check-back, every check interval
+        self.pop_service = PopService(self, config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)
 
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold_service = PullRequestHoldService(self.pull_processor.rerun)
         table = DispatchTable(f"broker {config.broker_name}")
         for processor in (SendMessageProcessor(self), self.pull_processor, ConsumerManageProcessor(self),
-                          ClientManageProcessor(self), ConsumerSendBackProcessor(self)):
+                          ClientManageProcessor(self), ConsumerSendBackProcessor(self), PopMessageProcessor(self)):
             processor.register(table)
         table.defer(self._register_deferred_processors)
         if config.offset_durability is OffsetDurability.WRITE_THROUGH:  # no offset write answered before durable
@@ -188,6 +191,7 @@ class BrokerController:
         every(self.broadcast_offsets.scan_interval_s, self.broadcast_offsets.scan)
         every(30.0, self._register_periodically)
         every(lambda: self.config.transaction_check_interval / 1000, self.transaction_check.check)  # updatable
+        every(0.2, self.pop_service.revive)
         self.stats.start(every)
         self.started_at = time.time()
 
@@ -207,6 +211,7 @@ class BrokerController:
         self.create_topics_and_groups(topics, groups)
         self.consumer_offset_manager.load()
         self.schedule_service.load()
+        self.pop_service.load()
 
     def create_topics_and_groups(self, topics: Iterable[tuple[str, int]], groups: Iterable[str]) -> None:
         """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue
@@ -231,6 +236,7 @@ class BrokerController:
             self.vip_server.stop_accepting()
         self.pull_hold_service.wake_all()
         await self.timers.stop()
+        self.pop_service.stop()  # held pops answer "nothing"; the checkpoints stay on disk
         await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
         self.store.stop()
@@ -334,6 +340,8 @@ class BrokerController:
             self.schedule_service.message_parked(queue_id)
         else:
             self.pull_hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+            if self.pop_service.waiting:
+                self.pop_service.notify(topic)
 
     def _client_online(self, group: str, client_id: str) -> bool:
         gi = self.consumer_manager.get(group)

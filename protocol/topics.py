@@ -56,6 +56,11 @@ def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
 
 
+def pop_retry_topic(group: str, topic: str) -> str:
+    """Where a POP consumer group's un-acked messages of `topic` go back to (5.x KeyBuilder, V1 naming)."""
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"
+
+
 def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
 

@@ -97,6 +97,9 @@ class OffsetAdminProcessor:
                     # delivered again from the committed offset to the next one
                     pulled = max(consumer_offset, offsets.query_pull_offset(group, topic, q)) if online \
                         else consumer_offset
+                    unacked = b.pop_service.first_unacked(group, topic, q)
+                    if unacked is not None:  # a POP group: popped and not acked is in flight, from the first
+                        pulled, consumer_offset = consumer_offset, min(unacked, consumer_offset)
                 table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
                     broker_offset=broker_offset, consumer_offset=consumer_offset,
                     last_timestamp=last_consumed_timestamp(b.store, topic, q, consumer_offset),

@@ -18,6 +18,7 @@ from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..broadcast_offset import session_of
 from ..filter.consumer_filter import SQL92
+from ..filter.tags import parse_tag_expression
 from ..long_polling import PullRequest
 
 if TYPE_CHECKING:
@@ -27,18 +28,6 @@ log = logging.getLogger("rocketmq_emulator.pull")
 
 _S = GetMessageStatus
 _R = ResponseCode
-
-
-def parse_tag_expression(expression: str | None) -> frozenset[int] | None:
-    """A TAG subscription's hash codes; None means "every message" (null, empty or `*`)."""
-    if expression is None:
-        return None
-    expression = expression.strip()
-    if not expression or expression == "*":
-        return None
-    tags = [t.strip() for t in expression.split("||")]
-    codes = frozenset(java_string_hash(t) for t in tags if t)
-    return codes or None
 
 
 class PullMessageProcessor:
