@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .schedule import ScheduleMessageService
     from .send_core import SendMessageCore
     from .transaction import TransactionalMessageService
+    from .transaction_check import TransactionalMessageCheckService
 
 
 class BrokerContext(BrokerState, Protocol):
@@ -30,6 +31,7 @@ class BrokerContext(BrokerState, Protocol):
     server: RemotingServer
     vip_server: RemotingServer | None
     pop_service: PopService
+    transaction_check: TransactionalMessageCheckService
 
     @property
     def schedule_service(self) -> ScheduleMessageService: ...

@@ -42,6 +42,12 @@ class MessagePutting(Protocol):
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult: ...
 
 
+class TimerParking(Protocol):
+    """What the send path asks of the timer (broker/timer.py)."""
+
+    def park(self, topic: str, queue_id: int, props: dict[str, str], deliver_ms: int) -> tuple[str, int, int]: ...
+
+
 class HalfMessages(Protocol):
     """Transactions as the send path sees them (TransactionalMessageService): a message made a half message."""
 
@@ -77,6 +83,9 @@ class BrokerState(Protocol):
 
     @property
     def schedule_service(self) -> DelayParking: ...
+
+    @property
+    def timer_service(self) -> TimerParking: ...
 
     @property
     def send_core(self) -> MessagePutting: ...

@@ -131,6 +131,8 @@ class EmulatorConfig:
 
     host: str = "127.0.0.1"
     namesrv_port: int = 9876
+    #: the gRPC endpoint of 5.x clients (broker/grpc/); None: off
+    grpc_server_port: int | None = None
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO

@@ -38,6 +38,7 @@ from .long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
 from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
 from .schedule import ScheduleMessageService
+from .timer import TimerMessageService
 from .send_core import SendMessageCore
 from .filter.consumer_filter import ConsumerFilterManager
 from .stats import BrokerStatsManager
@@ -45,7 +46,7 @@ from .transaction import TransactionalMessageService
 from .transaction_check import TransactionalMessageCheckService
 from .subscription_group import SubscriptionGroupManager
 from .write_through import answer_when_durable
-from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
+from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 
 from .topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
@@ -92,6 +93,7 @@ class BrokerController:
         self.lock_manager = RebalanceLockManager()
         self.consumer_filter_manager = ConsumerFilterManager()  # SQL92 subscriptions, compiled once per version
         self.schedule_service = ScheduleMessageService(self, config_dir)
+        self.timer_service = TimerMessageService(self)  # 5.x delivery times
         self.broadcast_offsets = BroadcastOffsetManager(
             self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second)
         self.broker2client = Broker2Client(self)
@@ -183,6 +185,7 @@ class BrokerController:
             await self.vip_server.start_serving()
         self.register_with_namesrv()
         await self.schedule_service.start()
+        await self.timer_service.start()
         every = self.timers.every
         every(0.1, self._flush)
         every(lambda: self.config.flush_consumer_offset_interval / 1000, self._persist_offsets)  # updatable
@@ -212,6 +215,7 @@ class BrokerController:
         self.consumer_offset_manager.load()
         self.schedule_service.load()
         self.pop_service.load()
+        self.timer_service.load()
 
     def create_topics_and_groups(self, topics: Iterable[tuple[str, int]], groups: Iterable[str]) -> None:
         """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue
@@ -239,6 +243,7 @@ class BrokerController:
         self.pop_service.stop()  # held pops answer "nothing"; the checkpoints stay on disk
         await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
+        await self.timer_service.stop()
         self.store.stop()
         await self.server.stop()
         if self.vip_server is not None:
@@ -338,6 +343,8 @@ class BrokerController:
         """A message was stored: wake held pulls of that queue, or its delay level if it was parked."""
         if topic == SCHEDULE_TOPIC:
             self.schedule_service.message_parked(queue_id)
+        elif topic == TIMER_TOPIC:
+            self.timer_service.message_parked(max_offset - 1, tags_code or 0)
         else:
             self.pull_hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
             if self.pop_service.waiting:

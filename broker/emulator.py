@@ -23,6 +23,7 @@ from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
 
 if TYPE_CHECKING:
+    from .grpc.server import GrpcEndpoint
     from .trace import Tracer
 
 log = logging.getLogger("rocketmq_emulator")
@@ -57,6 +58,7 @@ class Emulator:
         self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
+        self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
         self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
         self.namesrv.table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
@@ -88,7 +90,25 @@ class Emulator:
         await self.namesrv.start()
         for b in self.brokers:
             await b.start(self.config.topics, self.config.groups)
+        if self.config.grpc_server_port is not None:
+            await self._start_grpc(self.config.grpc_server_port)
         self._watch_task = asyncio.get_running_loop().create_task(self._watch_descriptors())
+
+    async def _start_grpc(self, port: int) -> None:
+        try:
+            from .grpc.server import GrpcEndpoint  # the [grpc] extra: imported only when enabled
+        except ImportError as exc:
+            await self.stop()
+            raise RuntimeError(f"the gRPC endpoint needs the [grpc] extra (pip install "
+                               f"'rocketmq-emulator[grpc]'): {exc}") from None
+        self.grpc = GrpcEndpoint(lambda: [b for b in self.brokers if b.config.broker_name not in self.stopped],
+                                 self.config.host, port, self.config.broker.broker_ip1)
+        try:
+            await self.grpc.start()
+        except BaseException:
+            self.grpc = None
+            await self.stop()
+            raise
 
     async def _watch_descriptors(self) -> None:
         while True:
@@ -102,6 +122,9 @@ class Emulator:
         for handle in self._route_drops.values():
             handle.cancel()
         self._route_drops.clear()
+        if self.grpc is not None:
+            await self.grpc.stop()
+            self.grpc = None
         for b in self.brokers:
             if b.config.broker_name not in self.stopped:
                 await b.stop()
@@ -178,7 +201,8 @@ class Emulator:
         namesrv = self.namesrv_addr
         if self.config.host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
             namesrv = f"{self.config.broker.broker_ip1}:{self.namesrv.port}"
-        return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}, "
+        grpc = f", gRPC {self.config.broker.broker_ip1}:{self.grpc.port} (5.x clients)" if self.grpc else ""
+        return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}{grpc}, "
                 f"cluster {self.config.broker.broker_cluster_name}, store {store}")
 
 

@@ -16,11 +16,13 @@ together) at most maxMessageSize.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, ProtocolError, ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
+                                                PROPERTY_TIMER_DELIVER_MS,
                                                 PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK,
                                                 decode_properties, encode_properties, iter_batch, remove_property,
                                                 tag_hash_code)
@@ -52,7 +54,7 @@ def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
                 keys = value
             elif name == b"WAIT":
                 wait = True
-            elif name == b"DELAY" or name == b"TRAN_MSG" or name == b"CLUSTER":
+            elif name == b"DELAY" or name == b"TRAN_MSG" or name == b"CLUSTER" or name == b"TIMER_DELIVER_MS":
                 special = True
     index_keys = keys.decode().split() if keys else []
     if uniq:
@@ -135,11 +137,15 @@ class InnerMessageBuilder:
                                                               "transaction message is forbidden")
             if props.pop(PROPERTY_DELAY_TIME_LEVEL, None) is not None:  # as the Java producer drops it
                 level = 0
-        if level > 0 or PROPERTY_CLUSTER in props or half:
+        deliver = props.get(PROPERTY_TIMER_DELIVER_MS) if not half and level <= 0 else None
+        deliver_ms = int(deliver) if deliver is not None and deliver.isdigit() else 0
+        if level > 0 or PROPERTY_CLUSTER in props or half or deliver is not None:
             props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
             props[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
             if level > 0:
                 topic, queue_id, tags_code = self.broker.schedule_service.park(topic, queue_id, props, level)
+            elif deliver_ms > time.time() * 1000:  # a delivery time (5.x timer message) still ahead
+                topic, queue_id, tags_code = self.broker.timer_service.park(topic, queue_id, props, deliver_ms)
             raw = encode_properties(props).encode()
         else:  # fast path: edit the client's string instead of re-encoding it (drop WAIT, add CLUSTER)
             text = text.rstrip("\x02")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Callable, TYPE_CHECKING
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.headers import CheckTransactionStateRequestHeader
@@ -39,6 +39,9 @@ class TransactionalMessageCheckService:
     def __init__(self, broker: BrokerState) -> None:
         self.broker = broker
         self._no_producer_logged: dict[str, float] = {}
+        #: check-back routes of other fronts (the gRPC endpoint's): each takes the half message (its real topic
+        #: restored) and returns True when it sent the check to a producer of its own
+        self.fronts: list[Callable[[MessageExt], bool]] = []
 
     def check(self) -> None:
         """One round over every half queue."""
@@ -170,6 +173,10 @@ class TransactionalMessageCheckService:
         b = self.broker
         props = half.properties
         group = props.get(PROPERTY_PRODUCER_GROUP, "")
+        half.topic = props.get(PROPERTY_REAL_TOPIC, half.topic)
+        half.queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0)
+        if any(front(half) for front in self.fronts):  # a producer of another front (5.x gRPC) took it
+            return
         info = b.producer_manager.any_channel(group)
         if info is None:
             now = time.monotonic()
@@ -182,8 +189,6 @@ class TransactionalMessageCheckService:
         header = CheckTransactionStateRequestHeader(
             tran_state_table_offset=half.queue_offset, commit_log_offset=half.commit_log_offset, msg_id=uniq,
             transaction_id=uniq, offset_msg_id=half.offset_msg_id)
-        half.topic = props.get(PROPERTY_REAL_TOPIC, half.topic)
-        half.queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0)
         cmd = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext(), half.encode())
         if not info.connection.invoke_oneway(cmd):
             log.info("transaction check of group %s: the producer's connection is gone", group)

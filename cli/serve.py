@@ -61,6 +61,12 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "transaction-check-interval": ("transactionCheckInterval",
                                    "ms between the broker's transaction check-back rounds (default 60000; tests "
                                    "make it short, e.g. 500)"),
+    "grpc-port": ("grpcServerPort",
+                  "also serve RocketMQ 5.x clients (gRPC) on this port (0 picks a free port); off by default; "
+                  "needs the [grpc] extra"),
+    "min-invisible-time": ("minInvisibleTimeMillsForRecv",
+                           "the shortest invisible time (ms) a 5.x receive may ask for (default 10000, as the 5.x "
+                           "proxy; tests make it short)"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "

@@ -8,9 +8,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, GetConsumerStatusBody, OffsetWrapper,
-                                                     ResetOffsetBody, TopicOffset, TopicStatsTable)
+from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, GetConsumerStatusBody,
+                                                     OffsetWrapper, ResetOffsetBody, SubscriptionGroupConfig,
+                                                     TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
 from rocketmq_emulator.protocol.emulator_requests import (BrokerLifecycleRequestHeader, DropConnectionsResponseHeader,
@@ -244,6 +247,21 @@ class Admin(InstanceUser):
         for addr in addrs:
             await self.instance.api.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext,
                                          operation=f"delete subscription group {group!r}")
+        return addrs
+
+    async def update_subscription_group(self, group: str, *, retry_max_times: int | None = None,
+                                        consume_message_orderly: bool | None = None, consume_enable: bool | None = None,
+                                        cluster: str | None = None) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the masters of `cluster` (as `mqadmin updateSubGroup`): the
+        group's config with the given fields changed. `retry_max_times`: deliveries before the DLQ minus one;
+        `consume_message_orderly`: a FIFO group for 5.x clients. Returns the brokers asked."""
+        changes = {k: v for k, v in (("retry_max_times", retry_max_times), ("consume_enable", consume_enable),
+                                     ("consume_message_orderly", consume_message_orderly)) if v is not None}
+        cfg = msgspec.structs.replace(SubscriptionGroupConfig(group_name=group), **changes)
+        addrs = await self._master_addrs(cluster)
+        for addr in addrs:
+            await self.instance.api.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                                         body=cfg.encode(), operation=f"update subscription group {group!r}")
         return addrs
 
     # -- reset offsets ------------------------------------------------------------------------------

@@ -138,6 +138,8 @@ class SubscriptionGroupConfig(Body):
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    #: 5.x: a FIFO group (5.x clients consume its queues in order)
+    consume_message_orderly: bool = False
 
 
 class SubscriptionGroupWrapper(_ConfigFile):

@@ -1,0 +1,73 @@
+"""`GrpcEndpoint`: a grpc.aio server on the broker's event loop serving MessagingService (messaging.py)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable
+
+import grpc
+
+from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types
+
+from ..broker_context import BrokerContext
+from .messaging import MessagingService
+
+log = logging.getLogger("rocketmq_emulator.grpc")
+
+
+class GrpcEndpoint:
+    """`host`/`port`: where to listen (port 0: a free one, `port` once started); `advertised_host`: the host put
+    in routes when a client sends no endpoints of its own."""
+
+    def __init__(self, brokers: Callable[[], Iterable[BrokerContext]], host: str, port: int,
+                 advertised_host: str) -> None:
+        self.host = host
+        self.port = port
+        self.advertised_host = advertised_host
+        self.service = MessagingService(brokers, lambda: (self.advertised_host, self.port))
+        self._server: Any = None
+        self._brokers = brokers
+
+    def _handlers(self) -> Any:
+        handlers = {}
+        for name in method_names():
+            fn = getattr(self.service, name, None)
+            if fn is None:  # not served: gRPC answers UNIMPLEMENTED
+                continue
+            request, response, client_streaming, server_streaming = method_types(name)
+            make = {(False, False): grpc.unary_unary_rpc_method_handler,
+                    (False, True): grpc.unary_stream_rpc_method_handler,
+                    (True, True): grpc.stream_stream_rpc_method_handler,
+                    (True, False): grpc.stream_unary_rpc_method_handler}[(client_streaming, server_streaming)]
+            handlers[name] = make(fn, request_deserializer=request.FromString,
+                                  response_serializer=response.SerializeToString)
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    async def start(self) -> None:
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
+                                          ("grpc.max_receive_message_length", 130 * 1024 * 1024)])
+        server.add_generic_rpc_handlers((self._handlers(),))
+        bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        if bound == 0:
+            raise OSError(f"gRPC port {self.host}:{self.port} is not available")
+        self.port = bound
+        await server.start()
+        self._server = server
+        for b in self._brokers():
+            b.transaction_check.fronts.append(self.service.check_transaction)
+        log.info("gRPC endpoint (RocketMQ 5.x clients) on %s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            for s in self.service.sessions.values():
+                if s.outbox is not None:
+                    s.outbox.put_nowait(None)
+            await self._server.stop(0.5)
+            self._server = None
+
+    async def __aenter__(self) -> GrpcEndpoint:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
