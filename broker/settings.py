@@ -211,6 +211,9 @@ ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeCo
 IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable",
                 "aclEnable", "storePathCommitLog")
 
+#: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process
+BROKER_CONF_PROCESS_KEYS = ("grpcServerPort",)
+
 _BY_FIELD = {s.name: s for s in SETTINGS.values()}
 
 
@@ -333,7 +336,8 @@ def read_broker_conf(path: str | Path) -> tuple[dict[str, str], list[str]]:
         except KeyError:
             unknown.append(key)
             continue
-        if s.scope == "process" or s.key != ALIASES.get(key, key):  # not a broker.conf key, or a field name
+        if (s.scope == "process" and key not in BROKER_CONF_PROCESS_KEYS) or s.key != ALIASES.get(key, key):
+            # not a broker.conf key, or a field name
             unknown.append(key)
             continue
         parse_value(s.key, text)

@@ -377,6 +377,8 @@ class MessagingService:
         async def read() -> None:
             try:
                 async for command in request_iterator:
+                    if command is None:  # malformed: nothing to answer on this stream
+                        continue
                     if command.HasField("settings"):
                         outbox.put_nowait(v2.TelemetryCommand(status=cv.status(),
                                                               settings=self.settings(s, command.settings)))

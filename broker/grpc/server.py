@@ -3,16 +3,46 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable
+from typing import Any, AsyncIterator, Callable, Iterable
 
 import grpc
 
-from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types
+from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
 from ..broker_context import BrokerContext
+from .converter import status
 from .messaging import MessagingService
 
+C = v2.Code
+
 log = logging.getLogger("rocketmq_emulator.grpc")
+
+
+def _parser(cls: Any) -> Callable[[bytes], Any]:
+    """The request's parser; None for bytes that are not one (answered BAD_REQUEST, not a gRPC error)."""
+    def parse(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError, or anything malformed input raises
+            return None
+    return parse
+
+
+def _refusing_malformed(fn: Callable[..., Any], response: Any, server_streaming: bool) -> Callable[..., Any]:
+    malformed = response(status=status(C.BAD_REQUEST, f"malformed request: not a {response.DESCRIPTOR.name[:-8]}"
+                                                      "Request"))
+    if server_streaming:
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            if request is None:
+                yield malformed
+                return
+            async for item in fn(request, context):
+                yield item
+        return stream
+
+    async def unary(request: Any, context: Any) -> Any:
+        return malformed if request is None else await fn(request, context)
+    return unary
 
 
 class GrpcEndpoint:
@@ -39,7 +69,9 @@ class GrpcEndpoint:
                     (False, True): grpc.unary_stream_rpc_method_handler,
                     (True, True): grpc.stream_stream_rpc_method_handler,
                     (True, False): grpc.stream_unary_rpc_method_handler}[(client_streaming, server_streaming)]
-            handlers[name] = make(fn, request_deserializer=request.FromString,
+            if not client_streaming:
+                fn = _refusing_malformed(fn, response, server_streaming)
+            handlers[name] = make(fn, request_deserializer=_parser(request),
                                   response_serializer=response.SerializeToString)
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 

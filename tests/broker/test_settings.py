@@ -140,3 +140,15 @@ def test_run_time_facts_live_on_the_running_objects_and_updates_swap_the_config(
             return emu.store_root
     root = asyncio.run(scenario())
     assert not os.path.exists(root)  # the temporary store goes with the emulator
+
+
+def test_the_grpc_port_comes_from_broker_conf_the_environment_or_a_flag(tmp_path, monkeypatch):
+    """grpcServerPort, the one process setting a broker.conf may give (the 5.x proxy's key)."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("grpcServerPort=18081\nminInvisibleTimeMillsForRecv=500\n")
+    values, unknown = read_broker_conf(conf)
+    assert unknown == [] and emulator_config(values).grpc_server_port == 18081
+    assert emulator_config(values).broker.min_invisible_time_mills_for_recv == 500
+    assert emulator_config().grpc_server_port is None  # off unless asked for
+    with pytest.raises(SettingError, match="grpcServerPort"):
+        emulator_config(grpcServerPort="70000")

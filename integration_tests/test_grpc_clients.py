@@ -1,0 +1,198 @@
+"""The official RocketMQ 5.x Python client (rocketmq-python-client 5.1.2, gRPC) against `serve --grpc-port`, the
+emulator in a subprocess: sends, SimpleConsumer and PushConsumer consumption (POP), change-invisible, FIFO, delay,
+DLQ, transactions, a kill -9, and messages crossing between the 5.x client and the 4.x C++ client both ways."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from rocketmq_emulator.client.admin import Admin
+from rocketmq_emulator.testing.emulator_process import launch_emulator
+from rocketmq_emulator.testing.ports import free_port
+
+from .cppclient import produce as cpp_produce, run_driver
+from .py5_client import Py5Handle, run_py5, start_py5
+
+pytestmark = pytest.mark.timeout(240)
+
+
+class Grpc:
+    def __init__(self, root: Path, *args: str) -> None:
+        self.port = free_port()
+        self.root = root
+        self.broker = launch_emulator(root, "--grpc-port", str(self.port), "--min-invisible-time", "1000",
+                                      "--topic", "T:4", "--topic", "F:4", *args)
+        self.endpoint = f"127.0.0.1:{self.port}"
+        self.namesrv_addr = self.broker.namesrv_addr
+        self._homes = 0
+
+    def home(self) -> Path:
+        self._homes += 1
+        return self.root / f"home{self._homes}"
+
+    def run(self, *args: str, timeout: float = 60) -> Py5Handle:
+        command, *rest = args
+        return run_py5([command, "--endpoint", self.endpoint, *rest], home=self.home(), timeout=timeout)
+
+    def start(self, *args: str, timeout: float = 60) -> Py5Handle:
+        command, *rest = args
+        return start_py5([command, "--endpoint", self.endpoint, *rest], home=self.home(), timeout=timeout)
+
+    def admin(self, call):  # noqa: ANN001, ANN201 - a coroutine function of the admin
+        async def go():  # noqa: ANN202
+            async with Admin(self.namesrv_addr) as admin:
+                return await call(admin)
+        return asyncio.run(go())
+
+
+@pytest.fixture
+def grpc_emulator(tmp_path: Path):
+    g = Grpc(tmp_path)
+    try:
+        yield g
+    finally:
+        g.broker.stop()
+
+
+def finished(handle: Py5Handle) -> list[dict]:
+    """The events of a driver that ran to its end without a failed send or receive, shutting down in under 5 s."""
+    assert not handle.timed_out and handle.returncode == 0, handle.describe()
+    assert not handle.of("send_error") and not handle.of("receive_error"), handle.describe()
+    [done] = handle.of("done")
+    assert done["shutdown_ms"] < 5000, handle.describe()
+    return handle.events
+
+
+def test_a_5x_producer_sends_ids_tags_keys_and_properties_that_the_cpp_client_reads(grpc_emulator, tmp_path):
+    sent = grpc_emulator.run("produce", "--topic", "T", "--count", "3", "--tag", "TagA", "--keys", "key{i}",
+                             "--prop", "color=red{i}")
+    events = finished(sent)
+    ids = [e["message_id"] for e in events if e["event"] == "sent"]
+    assert len(ids) == 3 and len(set(ids)) == 3
+    pulled = run_driver(["pull", "--namesrv", grpc_emulator.namesrv_addr, "--topic", "T", "--group", "cpp-reader",
+                         "--duration", "5", "--show-property", "color"], timeout=60, home=tmp_path / "cpp").events
+    got = {e["body"]: e for e in pulled if e["event"] == "pulled"}
+    assert sorted(got) == ["m0", "m1", "m2"], pulled
+    for i, body in enumerate(["m0", "m1", "m2"]):
+        e = got[body]
+        props = e["properties"]
+        assert props["UNIQ_KEY"] == ids[i] and props["TAGS"] == "TagA" and props["KEYS"] == f"key{i}"
+        assert props["color"] == f"red{i}"
+
+
+def test_a_simple_consumer_receives_what_the_cpp_client_sent_acks_it_and_then_waits_out_the_poll(
+        grpc_emulator, tmp_path):
+    sent = cpp_produce(grpc_emulator, tmp_path / "cpp", 3, topic="T")
+    got = grpc_emulator.run("simple", "--topic", "T", "--group", "S1", "--expect", "3")
+    events = finished(got)
+    received = [e for e in events if e["event"] == "received"]
+    assert sorted(e["body"] for e in received) == ["m-0", "m-1", "m-2"]
+    assert {e["message_id"] for e in received} == {e["msg_id"] for e in sent}  # UNIQ_KEY is the 5.x id
+    assert all(e["attempt"] == 1 and e["topic"] == "T" for e in received)
+    assert {e["tag"] for e in received} == {"Tag0", "Tag1", "Tag2"}
+    assert {tuple(e["keys"]) for e in received} == {("k", f"key{i}") for i in range(3)}
+    again = grpc_emulator.run("simple", "--topic", "T", "--group", "S1", "--duration", "2.5", "--await", "2")
+    events = finished(again)
+    empty = [e for e in events if e["event"] == "empty"]
+    assert not [e for e in events if e["event"] == "received"] and empty
+    assert all(e["waited"] >= 1.8 for e in empty), empty  # held for the long-polling time, then MESSAGE_NOT_FOUND
+
+
+def test_change_invisible_duration_brings_the_message_back_with_delivery_attempt_2(grpc_emulator):
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
+    got = grpc_emulator.run("simple", "--topic", "T", "--group", "S2", "--ack", "after-change", "--change-to", "1",
+                            "--expect", "2")
+    events = finished(got)
+    received = [e for e in events if e["event"] == "received"]
+    assert [e["attempt"] for e in received] == [1, 2] and received[0]["message_id"] == received[1]["message_id"]
+    assert len([e for e in events if e["event"] == "changed"]) == 1
+
+
+def test_a_push_consumer_starts_fast_and_gets_a_failed_message_again(grpc_emulator):
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "3"))
+    got = grpc_emulator.run("push", "--topic", "T", "--group", "P1", "--fail-first", "1", "--expect", "3")
+    events = finished(got)
+    assert got.of("started")[0]["ms"] < 3000
+    received = [e for e in events if e["event"] == "received"]
+    for body in ("m0", "m1", "m2"):
+        deliveries = [e for e in received if e["body"] == body]
+        assert [(e["failed"], e["attempt"]) for e in deliveries] == [(True, 1), (False, 2)], received
+
+
+def test_fifo_groups_get_a_message_group_in_order_and_a_failure_blocks_the_rest(grpc_emulator):
+    grpc_emulator.admin(lambda a: a.update_subscription_group("FIFO1", consume_message_orderly=True))
+    finished(grpc_emulator.run("produce", "--topic", "F", "--count", "5", "--message-group", "order-1"))
+    got = grpc_emulator.run("push", "--topic", "F", "--group", "FIFO1", "--fail-first", "1", "--expect", "5")
+    events = finished(got)
+    received = [(e["body"], e["failed"]) for e in events if e["event"] == "received"]
+    assert [b for b, failed in received if not failed] == ["m0", "m1", "m2", "m3", "m4"], received
+    for i, (body, failed) in enumerate(received):  # the next message only after the failed one succeeded
+        if failed:
+            assert received[i + 1] == (body, False), received
+    assert all(e["message_group"] == "order-1" for e in events if e["event"] == "received")
+
+
+def test_a_delayed_message_arrives_at_its_delivery_time(grpc_emulator):
+    consumer = grpc_emulator.start("simple", "--topic", "T", "--group", "D1", "--expect", "1", "--await", "5")
+    assert consumer.wait_for("started", timeout=30)
+    produced = finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1", "--delay-s", "3"))
+    [sent] = [e for e in produced if e["event"] == "sent"]
+    consumer.wait()
+    events = finished(consumer)
+    [received] = [e for e in events if e["event"] == "received"]
+    assert received["t"] - sent["t"] >= 2.0, (sent, received)
+    assert received["delivery_ts"] is not None
+
+
+def test_after_its_max_attempts_a_message_goes_to_the_dlq(grpc_emulator, tmp_path):
+    grpc_emulator.admin(lambda a: a.update_subscription_group("DLQ1", retry_max_times=1))  # 2 deliveries
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
+    got = grpc_emulator.run("push", "--topic", "T", "--group", "DLQ1", "--fail-first", "99", "--duration", "8")
+    events = finished(got)
+    assert [e["attempt"] for e in events if e["event"] == "received"] == [1, 2], got.describe()
+    pulled = run_driver(["pull", "--namesrv", grpc_emulator.namesrv_addr, "--topic", "%DLQ%DLQ1", "--group",
+                         "dlq-reader", "--duration", "4"], timeout=60, home=tmp_path / "cpp").events
+    assert [e["body"] for e in pulled if e["event"] == "pulled"] == ["m0"], pulled
+
+
+def test_a_topic_that_does_not_exist_is_reported_as_not_found(grpc_emulator):
+    got = grpc_emulator.run("produce", "--topic", "Nope", "--count", "1")
+    assert got.of("error") or got.of("send_error"), got.describe()
+    text = got.describe()
+    assert "40402, topic 'Nope' not found" in text, text  # TOPIC_NOT_FOUND, in the client's log
+    assert not got.of("sent")
+
+
+def test_unacked_messages_come_back_after_a_kill_9_and_acked_ones_never_do(grpc_emulator):
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "4"))
+    finished(grpc_emulator.run("simple", "--topic", "T", "--group", "K1", "--ack", "none", "--invisible", "3",
+                               "--expect", "4", "--batch", "4"))
+    grpc_emulator.broker.kill()
+    grpc_emulator.broker.start()
+    again = finished(grpc_emulator.run("simple", "--topic", "T", "--group", "K1", "--expect", "4",
+                                       "--duration", "30", "--await", "5"))
+    received = [e for e in again if e["event"] == "received"]
+    assert sorted(e["body"] for e in received) == ["m0", "m1", "m2", "m3"]
+    assert all(e["attempt"] == 2 for e in received), received
+    grpc_emulator.broker.stop()  # acked: never again, also after a clean restart
+    grpc_emulator.broker.start()
+    late = finished(grpc_emulator.run("simple", "--topic", "T", "--group", "K1", "--duration", "5", "--await", "2"))
+    assert not [e for e in late if e["event"] == "received"]
+
+
+def test_transactions_commit_and_a_check_back_reaches_the_5x_producer(tmp_path):
+    g = Grpc(tmp_path, "--transaction-timeout", "500", "--transaction-check-interval", "300")
+    try:
+        finished(g.run("produce", "--topic", "T", "--count", "1", "--transaction", "commit", "--body-prefix", "c"))
+        finished(g.run("produce", "--topic", "T", "--count", "1", "--transaction", "rollback", "--body-prefix", "r"))
+        checked = g.run("produce", "--topic", "T", "--count", "1", "--transaction", "unknown", "--checker", "commit",
+                        "--hold", "4", "--body-prefix", "u")
+        events = finished(checked)
+        assert [e["body"] for e in events if e["event"] == "checked"][:1] == ["u0"], checked.describe()
+        got = finished(g.run("simple", "--topic", "T", "--group", "TX", "--duration", "6", "--await", "2"))
+        assert sorted(e["body"] for e in got if e["event"] == "received") == ["c0", "u0"]
+    finally:
+        g.broker.stop()
