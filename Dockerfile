@@ -1,6 +1,7 @@
-# rocketmq-emulator: a RocketMQ 4.x name server + broker in one process (README "Docker").
+# rocketmq-emulator: a RocketMQ name server + broker in one process, with the 5.x clients' gRPC endpoint on 8081
+# (README "Docker").
 #   docker build -t rocketmq-emulator .
-#   docker run --rm -p 9876:9876 -p 10911:10911 rocketmq-emulator
+#   docker run --rm -p 9876:9876 -p 10911:10911 -p 8081:8081 rocketmq-emulator
 # The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
@@ -10,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# Runtime requirements only (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
+# Runtime requirements and the gRPC endpoint's extra (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
 COPY pyproject.toml README.md /src/
 COPY broker /src/broker
 COPY cli /src/cli
@@ -20,7 +21,7 @@ COPY spark_tools /src/spark_tools
 COPY store /src/store
 COPY testing /src/testing
 RUN python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-compile /src \
+    && /opt/venv/bin/pip install --no-compile "/src[grpc]" \
     && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
     && rm -rf /src \
@@ -30,13 +31,15 @@ RUN python3 -m venv /opt/venv \
 
 ENV PATH=/opt/venv/bin:$PATH \
     ROCKETMQ_EMULATOR_HOST=0.0.0.0 \
-    ROCKETMQ_EMULATOR_STORE_DIR=/data/store
+    ROCKETMQ_EMULATOR_STORE_DIR=/data/store \
+    ROCKETMQ_EMULATOR_GRPC_PORT=8081
 
 # The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
 VOLUME /data
 # 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it);
-# with ROCKETMQ_EMULATOR_BROKERS=N the further brokers listen on 10921, 10931, ... (VIP ports 2 below)
-EXPOSE 9876 10911 10909 10921 10919
+# with ROCKETMQ_EMULATOR_BROKERS=N the further brokers listen on 10921, 10931, ... (VIP ports 2 below);
+# 8081 the gRPC endpoint of RocketMQ 5.x clients (ROCKETMQ_EMULATOR_GRPC_PORT)
+EXPOSE 9876 10911 10909 10921 10919 8081
 
 # The container's own ports: the advertised address may only be reachable from outside the container.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 \

@@ -1,5 +1,5 @@
 """The Docker image, built and run for real with Podman (`docs/containers.md`): remapped ports with
-the advertised-address variables, the C++ client from the host, HEALTHCHECK, a fast clean stop, topics from
+the advertised-address variables, the C++ client from the host, the 5.x client through the gRPC port, HEALTHCHECK, a fast clean stop, topics from
 ROCKETMQ_EMULATOR_TOPICS, and a volume-backed store that survives a new container.
 
 Podman is installed (apt) and the local base image built when missing; where that cannot be done the module
@@ -74,6 +74,21 @@ async def test_remapped_ports_cpp_client_topics_health_and_stop(container, tmp_p
     # SIGTERM with a 2 s grace: exit code 0 means it stopped by itself in time (137 would be the SIGKILL)
     assert await asyncio.to_thread(podman.stop, name, 2) == 0, podman.logs(name)
     assert "stopped in" in podman.logs(name)
+
+
+async def test_the_grpc_endpoint_serves_5x_clients_through_a_remapped_port(container, tmp_path):
+    """8081 in the image, published on another port: routes name the address the client used, so the 5.x
+    client's data-plane calls reach the container through the remapped port."""
+    from integration_tests.py5_client import run_py5
+    ns_port, broker_port, grpc_port = free_port(), free_port(), free_port()
+    container(*remapped(ns_port, broker_port), "-p", f"{grpc_port}:8081", "-e", "ROCKETMQ_EMULATOR_TOPICS=orders:4")
+    endpoint = f"127.0.0.1:{grpc_port}"
+    sent = await asyncio.to_thread(run_py5, ["produce", "--endpoint", endpoint, "--topic", "orders", "--count", "3"],
+                                   home=tmp_path / "p")
+    assert len(sent.of("sent")) == 3 and not sent.of("send_error"), sent.describe()
+    got = await asyncio.to_thread(run_py5, ["simple", "--endpoint", endpoint, "--topic", "orders", "--group", "g5",
+                                            "--expect", "3"], home=tmp_path / "c")
+    assert sorted(e["body"] for e in got.of("received")) == ["m0", "m1", "m2"], got.describe()
 
 
 async def test_volume_backed_store_survives_a_new_container(container):

@@ -11,7 +11,6 @@ import pytest
 
 from rocketmq_emulator.client.admin import Admin
 from rocketmq_emulator.testing.emulator_process import launch_emulator
-from rocketmq_emulator.testing.ports import free_port
 
 from .cppclient import produce as cpp_produce, run_driver
 from .py5_client import Py5Handle, run_py5, start_py5
@@ -21,11 +20,11 @@ pytestmark = pytest.mark.timeout(240)
 
 class Grpc:
     def __init__(self, root: Path, *args: str) -> None:
-        self.port = free_port()
         self.root = root
-        self.broker = launch_emulator(root, "--grpc-port", str(self.port), "--min-invisible-time", "1000",
-                                      "--topic", "T:4", "--topic", "F:4", *args)
-        self.endpoint = f"127.0.0.1:{self.port}"
+        self.broker = launch_emulator(root, "--min-invisible-time", "1000", "--topic", "T:4", "--topic", "F:4",
+                                      *args, grpc=True)
+        assert self.broker.grpc_endpoint is not None
+        self.endpoint = self.broker.grpc_endpoint
         self.namesrv_addr = self.broker.namesrv_addr
         self._homes = 0
 

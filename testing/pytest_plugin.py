@@ -11,6 +11,9 @@ Fixtures:
 * `rocketmq_producer`, `rocketmq_consumer`: async factories of started clients, stopped after the test.
 * `rocketmq_topic`: a fresh topic (4 queues) per test.
 
+With `--rocketmq-grpc` the emulator also serves RocketMQ 5.x clients: `rocketmq_broker.grpc_endpoint` is the
+"127.0.0.1:PORT" to give a 5.x client's ClientConfiguration (None without the option).
+
 With `--rocketmq-brokers N` the emulator runs N brokers (broker-a, broker-b, ...) and topics are created on all
 of them; `rocketmq_broker.stop_broker(name)` / `start_broker(name)` take one away and bring it back.
 
@@ -52,6 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rocketmq-brokers", type=int, default=1, metavar="N",
                     help="brokers in the emulator (broker-a, broker-b, ...; default 1): for cluster tests with "
                          "rocketmq_broker.stop_broker()/start_broker()")
+    group.addoption("--rocketmq-grpc", action="store_true", default=False,
+                    help="also serve RocketMQ 5.x clients: rocketmq_broker.grpc_endpoint is the gRPC endpoint "
+                         "(needs the [grpc] extra)")
     group.addoption("--rocketmq-no-trace", action="store_true", default=False,
                     help="do not trace the emulator's traffic (by default a failed test's report shows the "
                          "requests and answers exchanged during the test)")
@@ -110,7 +116,8 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
     log_path = root / "emulator.log"
     trace = None if request.config.getoption("rocketmq_no_trace") else root / "trace.log"
     broker = launch_emulator(root, *(("--trace", str(trace)) if trace is not None else ()),
-                             brokers=request.config.getoption("rocketmq_brokers"))
+                             brokers=request.config.getoption("rocketmq_brokers"),
+                             grpc=request.config.getoption("rocketmq_grpc"))
     if trace is not None:
         request.config.stash[_TRACE] = trace
         request.config.stash[_BROKER] = broker
