@@ -133,6 +133,8 @@ class EmulatorConfig:
     namesrv_port: int = 9876
     #: the gRPC endpoint of 5.x clients (broker/grpc/); None: off
     grpc_server_port: int | None = None
+    #: also a TLS port (self-signed certificate), e.g. for the 5.x Java client's default
+    grpc_tls_port: int | None = None
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO

@@ -102,7 +102,8 @@ class Emulator:
             raise RuntimeError(f"the gRPC endpoint needs the [grpc] extra (pip install "
                                f"'rocketmq-emulator[grpc]'): {exc}") from None
         self.grpc = GrpcEndpoint(lambda: [b for b in self.brokers if b.config.broker_name not in self.stopped],
-                                 self.config.host, port, self.config.broker.broker_ip1)
+                                 self.config.host, port, self.config.broker.broker_ip1, self.config.grpc_tls_port,
+                                 Path(self.store_root) / "config" / "grpc-tls")
         try:
             await self.grpc.start()
         except BaseException:
@@ -201,7 +202,10 @@ class Emulator:
         namesrv = self.namesrv_addr
         if self.config.host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
             namesrv = f"{self.config.broker.broker_ip1}:{self.namesrv.port}"
-        grpc = f", gRPC {self.config.broker.broker_ip1}:{self.grpc.port} (5.x clients)" if self.grpc else ""
+        grpc = ""
+        if self.grpc is not None:
+            tls = f", TLS {self.grpc.tls_port}" if self.grpc.tls_port is not None else ""
+            grpc = f", gRPC {self.config.broker.broker_ip1}:{self.grpc.port}{tls} (5.x clients)"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}{grpc}, "
                 f"cluster {self.config.broker.broker_cluster_name}, store {store}")
 

@@ -173,7 +173,8 @@ def _snake(key: str) -> str:
 
 #: the process's settings (this emulator's own): key -> parser
 _PROCESS: dict[str, Parse] = {
-    "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT), "brokers": _number("int", 1, 26), "ephemeral": _bool,
+    "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT),
+    "grpcTlsPort": _optional(_PORT), "brokers": _number("int", 1, 26), "ephemeral": _bool,
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
     "topics": _topics, "groups": _groups}
@@ -212,7 +213,7 @@ IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenP
                 "aclEnable", "storePathCommitLog")
 
 #: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process
-BROKER_CONF_PROCESS_KEYS = ("grpcServerPort",)
+BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort")
 
 _BY_FIELD = {s.name: s for s in SETTINGS.values()}
 

@@ -53,10 +53,11 @@ class Py5Handle(DriverHandle):
         return super().describe().replace("C++ client log", "5.x client log")
 
 
-def start_py5(args: Sequence[str], *, home: Path, timeout: float = 60) -> Py5Handle:
-    """Start `py5_driver.py <args>` with HOME=`home`; killed after `timeout` seconds."""
+def start_py5(args: Sequence[str], *, home: Path, timeout: float = 60,
+              env: dict[str, str] | None = None) -> Py5Handle:
+    """Start `py5_driver.py <args>` with HOME=`home` (and `env`); killed after `timeout` seconds."""
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **(env or {}), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     env.pop("PYTHONPATH", None)
     proc = subprocess.Popen([str(py5_python()), str(DRIVER), *map(str, args)], cwd=home, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -64,7 +65,8 @@ def start_py5(args: Sequence[str], *, home: Path, timeout: float = 60) -> Py5Han
     return Py5Handle(proc, timeout, home)
 
 
-def run_py5(args: Sequence[str], *, home: Path, timeout: float = 60) -> Py5Handle:
-    handle = start_py5(args, home=home, timeout=timeout)
+def run_py5(args: Sequence[str], *, home: Path, timeout: float = 60,
+            env: dict[str, str] | None = None) -> Py5Handle:
+    handle = start_py5(args, home=home, timeout=timeout, env=env)
     handle.wait()
     return handle

@@ -6,7 +6,7 @@ import name clashes with the C++ client's, and its generated stubs with any othe
 One JSON object per line on stdout, flushed at once, each with its time `t` (epoch seconds):
 
     produce --endpoint H:P --topic T --count N [--tag A] [--keys 'k{i}'] [--prop K=V ...] [--message-group G]
-            [--delay-s S] [--transaction commit|rollback|unknown] [--checker commit|rollback] [--hold S]
+            [--delay-s S] [--transaction commit|rollback|unknown] [--checker commit|rollback] [--hold S] [--tls]
         -> started {ms}, sent {i, message_id, [transaction_id]} | send_error {i, error}, checked {message_id},
            done {shutdown_ms}
     simple  --endpoint H:P --topic T --group G [--expect N] [--duration S] [--invisible S] [--batch N]
@@ -64,7 +64,7 @@ def produce(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     # the client refuses transactional sends without a checker: one that commits unless told otherwise
     checker = Checker(args.checker or "commit") if args.checker or args.transaction else None
-    producer = Producer(config(args), (args.topic,), checker)
+    producer = Producer(config(args), (args.topic,), checker, tls_enable=args.tls)
     producer.startup()
     emit("started", ms=round((time.monotonic() - t0) * 1000))
     for i in range(args.count):
@@ -106,7 +106,7 @@ def produce(args: argparse.Namespace) -> None:
 def simple(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     consumer = SimpleConsumer(config(args), args.group, {args.topic: FilterExpression(args.expression)},
-                              await_duration=args.await_s)
+                              await_duration=args.await_s, tls_enable=args.tls)
     consumer.startup()
     emit("started", ms=round((time.monotonic() - t0) * 1000))
     received = 0
@@ -154,7 +154,8 @@ def push(args: argparse.Namespace) -> None:
             return ConsumeResult.FAILURE if failed else ConsumeResult.SUCCESS
 
     t0 = time.monotonic()
-    consumer = PushConsumer(config(args), args.group, Listener(), {args.topic: FilterExpression(args.expression)})
+    consumer = PushConsumer(config(args), args.group, Listener(), {args.topic: FilterExpression(args.expression)},
+                            tls_enable=args.tls)
     consumer.startup()
     emit("started", ms=round((time.monotonic() - t0) * 1000))
     ok.wait(args.duration)
@@ -174,6 +175,7 @@ def main() -> None:
         p.add_argument("--expression", default="*")
         p.add_argument("--expect", type=int)
         p.add_argument("--duration", type=float, default=30.0)
+        p.add_argument("--tls", action="store_true", help="TLS (trusting $GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)")
     p = sub.choices["produce"]
     p.add_argument("--count", type=int, default=1)
     p.add_argument("--body-prefix", default="m")

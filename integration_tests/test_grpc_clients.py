@@ -11,6 +11,7 @@ import pytest
 
 from rocketmq_emulator.client.admin import Admin
 from rocketmq_emulator.testing.emulator_process import launch_emulator
+from rocketmq_emulator.testing.ports import free_port
 
 from .cppclient import produce as cpp_produce, run_driver
 from .py5_client import Py5Handle, run_py5, start_py5
@@ -193,5 +194,53 @@ def test_transactions_commit_and_a_check_back_reaches_the_5x_producer(tmp_path):
         assert [e["body"] for e in events if e["event"] == "checked"][:1] == ["u0"], checked.describe()
         got = finished(g.run("simple", "--topic", "T", "--group", "TX", "--duration", "6", "--await", "2"))
         assert sorted(e["body"] for e in got if e["event"] == "received") == ["c0", "u0"]
+    finally:
+        g.broker.stop()
+
+
+def test_the_tls_port_serves_a_client_that_trusts_the_emulators_certificate(tmp_path):
+    """`--grpc-tls-port`: TLS with a self-signed certificate (kept under the store); a client on gRPC's C core
+    trusts it through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH (the Java 5.x client trusts any certificate)."""
+    tls_port = free_port()
+    g = Grpc(tmp_path, "--grpc-tls-port", str(tls_port))
+    try:
+        cert = tmp_path / "store" / "config" / "grpc-tls" / "cert.pem"
+        assert cert.exists()
+        env = {"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(cert)}
+        endpoint = f"127.0.0.1:{tls_port}"
+        sent = run_py5(["produce", "--endpoint", endpoint, "--topic", "T", "--count", "2", "--tls"],
+                       home=tmp_path / "p", env=env)
+        finished(sent)
+        got = run_py5(["simple", "--endpoint", endpoint, "--topic", "T", "--group", "TLS", "--expect", "2", "--tls"],
+                      home=tmp_path / "c", env=env)
+        assert sorted(e["body"] for e in finished(got) if e["event"] == "received") == ["m0", "m1"]
+        plain = run_py5(["produce", "--endpoint", endpoint, "--topic", "T", "--count", "1"], home=tmp_path / "x",
+                        timeout=30)
+        assert not plain.of("sent")  # plaintext to the TLS port: refused, not served
+    finally:
+        g.broker.stop()
+
+
+def test_the_readme_5x_example_runs_with_the_official_client(tmp_path):
+    """README's 5.x section, run as written with rocketmq-python-client 5.1.2 against `serve --grpc-port`."""
+    import re
+    import subprocess
+
+    from .py5_client import py5_python
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"<!-- 5.x-client: [^>]* -->\n+```python\n(.*?)```", readme, flags=re.S)
+    assert blocks
+    g = Grpc(tmp_path, "--topic", "orders:4")
+    try:
+        for i, code in enumerate(blocks):
+            home = tmp_path / f"readme{i}"
+            home.mkdir()
+            out = subprocess.run([str(py5_python()), "-c", code], cwd=home, capture_output=True, text=True,
+                                 timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(home),
+                                                   "ROCKETMQ_GRPC_ENDPOINT": g.endpoint})
+            assert out.returncode == 0, out.stdout + out.stderr
+            sent = re.search(r"^sent (\S+)$", out.stdout, flags=re.M)
+            assert sent is not None, out.stdout
+            assert f"received {sent.group(1)} b'order-1 paid' paid {{'region': 'eu'}} attempt 1" in out.stdout
     finally:
         g.broker.stop()

@@ -5,7 +5,8 @@
   run it (the venv's bin on the PATH, `$NAMESRV_ADDR` pointing at the broker), and its output (stdout and
   stderr, as a terminal shows them) must match the ```text block that follows it, where `...` matches anything.
 * Every other ```python block runs in a fresh interpreter, as a user would run it, except a block right after
-  `<!-- not-run-here: REASON -->` (something these machines lack, e.g. a Docker engine); the pytest plugin's
+  `<!-- not-run-here: REASON -->` (something these machines lack, e.g. a Docker engine) and the 5.x client's
+  blocks (`<!-- 5.x-client: ... -->`, run by integration_tests/test_grpc_clients.py); the pytest plugin's
   example file is run by integration_tests/test_pytest_plugin.py with pytester.
 """
 
@@ -27,12 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 _FENCE = re.compile(r"```(\w+)\n(.*?)```", flags=re.S)
 _NOT_RUN = re.compile(r"<!-- not-run-here: ([^>]*[^>\s][^>]*) -->\n+```\w+\n(.*?)```", flags=re.S)
+#: blocks for the RocketMQ 5.x Python client, which lives in an environment of its own: run by
+#: integration_tests/test_grpc_clients.py
+FIVE_X = re.compile(r"<!-- 5.x-client: [^>]* -->\n+```python\n(.*?)```", flags=re.S)
 
 _tour_start = README.index("<!-- tour:start")
 _tour_end = README.index("<!-- tour:end -->")
 TOUR = README[_tour_start:_tour_end]
 OUTSIDE = README[:_tour_start] + README[_tour_end:]
-NOT_RUN = {code for _reason, code in _NOT_RUN.findall(OUTSIDE)}
+NOT_RUN = {code for _reason, code in _NOT_RUN.findall(OUTSIDE)} | set(FIVE_X.findall(OUTSIDE))
 BLOCKS = [code for lang, code in _FENCE.findall(OUTSIDE) if lang == "python" and code not in NOT_RUN]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable
 
 import grpc
@@ -50,9 +51,12 @@ class GrpcEndpoint:
     in routes when a client sends no endpoints of its own."""
 
     def __init__(self, brokers: Callable[[], Iterable[BrokerContext]], host: str, port: int,
-                 advertised_host: str) -> None:
+                 advertised_host: str, tls_port: int | None = None, tls_dir: Path | None = None) -> None:
         self.host = host
         self.port = port
+        #: the TLS port (tls.py), when asked for; its certificate is kept in `tls_dir`
+        self.tls_port = tls_port
+        self.tls_dir = tls_dir
         self.advertised_host = advertised_host
         self.service = MessagingService(brokers, lambda: (self.advertised_host, self.port))
         self._server: Any = None
@@ -83,11 +87,20 @@ class GrpcEndpoint:
         if bound == 0:
             raise OSError(f"gRPC port {self.host}:{self.port} is not available")
         self.port = bound
+        if self.tls_port is not None:
+            from .tls import certificate
+            cert, key = certificate(self.tls_dir or Path("."), [self.advertised_host])
+            bound = server.add_secure_port(f"{self.host}:{self.tls_port}",
+                                           grpc.ssl_server_credentials([(key, cert)]))
+            if bound == 0:
+                raise OSError(f"gRPC TLS port {self.host}:{self.tls_port} is not available")
+            self.tls_port = bound
         await server.start()
         self._server = server
         for b in self._brokers():
             b.transaction_check.fronts.append(self.service.check_transaction)
-        log.info("gRPC endpoint (RocketMQ 5.x clients) on %s:%d", self.host, self.port)
+        log.info("gRPC endpoint (RocketMQ 5.x clients) on %s:%d%s", self.host, self.port,
+                 f", TLS on {self.tls_port}" if self.tls_port is not None else "")
 
     async def stop(self) -> None:
         if self._server is not None:
