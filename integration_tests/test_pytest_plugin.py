@@ -190,3 +190,25 @@ async def test_two_brokers(rocketmq_broker, rocketmq_topic, rocketmq_producer):
 """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-brokers", "2")
     result.assert_outcomes(passed=1)
+
+
+def test_rocketmq_grpc_gives_the_session_a_5x_endpoint(pytester):
+    """`--rocketmq-grpc`: rocketmq_broker.grpc_endpoint answers a 5.x route query; without it there is none."""
+    project(pytester, test_grpc="""
+import grpc
+import pytest
+from rocketmq_emulator.protocol.grpc_v2 import SERVICE, v2
+
+@pytest.mark.asyncio
+async def test_endpoint(rocketmq_broker, rocketmq_topic):
+    assert rocketmq_broker.grpc_endpoint is not None
+    async with grpc.aio.insecure_channel(rocketmq_broker.grpc_endpoint) as channel:
+        route = channel.unary_unary(f"/{SERVICE}/QueryRoute", request_serializer=v2.QueryRouteRequest.SerializeToString,
+                                    response_deserializer=v2.QueryRouteResponse.FromString)
+        answer = await route(v2.QueryRouteRequest(topic=v2.Resource(name=rocketmq_topic)),
+                             metadata=(("x-mq-client-id", "plugin-test"),))
+    assert answer.status.code == v2.Code.OK and len(answer.message_queues) == 4
+""")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-grpc").assert_outcomes(passed=1)
+    project(pytester, test_grpc="def test_none(rocketmq_broker):\n    assert rocketmq_broker.grpc_endpoint is None\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
