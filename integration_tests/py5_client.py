@@ -5,37 +5,21 @@ client's too, and its generated stubs cannot share a process with other copies o
     handle = start_py5(["simple", "--endpoint", ep, "--topic", "T", "--expect", "3"], home=tmp_path / "h")
     handle.wait(); handle.of("received")       # as cppclient.DriverHandle; describe() adds the client's log
 
-The environment is made once, in `.cache/py5-client` of the checkout (or $ROCKETMQ_PY5_VENV), with pip from the
-same index as the project's own dependencies.
+The environment: testing/py5_env.py.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from rocketmq_emulator.testing.py5_env import py5_python
+
 from .cppclient import DriverHandle
 
-CLIENT = "rocketmq-python-client==5.1.2"
 DRIVER = Path(__file__).resolve().with_name("py5_driver.py")
-VENV = Path(os.environ.get("ROCKETMQ_PY5_VENV") or Path(__file__).resolve().parent.parent / ".cache" / "py5-client")
-
-
-def py5_python() -> Path:
-    """The interpreter of the 5.x client's environment, made (once) if missing."""
-    python = VENV / "bin" / "python"
-    marker = VENV / ".installed"
-    if marker.exists() and marker.read_text() == CLIENT:
-        return python
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", CLIENT], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"pip install {CLIENT} failed:\n{done.stderr[-3000:]}")
-    marker.write_text(CLIENT)
-    return python
 
 
 class Py5Handle(DriverHandle):
