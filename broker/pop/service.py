@@ -27,24 +27,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
-from rocketmq_emulator.protocol.message import (PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt,
-                                                pack_host)
-from rocketmq_emulator.protocol.pop_headers import INIT_MODE_MIN, PROPERTY_POP_CK
-from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, pop_retry_topic
-from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
-from rocketmq_emulator.store.results import STORED, GetMessageResult, GetMessageStatus
+from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.protocol.pop_headers import INIT_MODE_MIN
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, pop_retry_topic
+from rocketmq_emulator.store.results import GetMessageResult, GetMessageStatus
 
 from ..filter.tags import parse_tag_expression
 from .checkpoint import CheckpointStore, PopCheckpoint, ReceiptHandle
+from .moves import MessageMoves
 
 if TYPE_CHECKING:
     from ..broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.pop")
 
-#: DLQ properties 5.x sets on a message moved there
-PROPERTY_DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
-PROPERTY_DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
 _MOVED = frozenset({GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY})
 
 
@@ -70,11 +66,6 @@ class PoppedMessage:
     #: delivery attempt, 1 for the first delivery
     attempt: int
 
-    @property
-    def real_topic(self) -> str:
-        return self.message.properties.get(PROPERTY_RETRY_TOPIC, self.message.topic) \
-            if self.message.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else self.message.topic
-
 
 @dataclass(slots=True)
 class PopResult:
@@ -93,6 +84,7 @@ class PopService:
     def __init__(self, broker: BrokerState, config_dir: Path, *, fsync: bool = False) -> None:
         self.broker = broker
         self.store = CheckpointStore(config_dir / "popCheckpoint.db", fsync=fsync)
+        self.moves = MessageMoves(broker)
         self.checkpoints: dict[int, PopCheckpoint] = {}
         #: (group, topic read, queue, offset) -> the live checkpoint holding that message
         self._by_offset: dict[tuple[str, str, int, int], PopCheckpoint] = {}
@@ -304,7 +296,7 @@ class PopService:
             self._remove(ck)
         offset = self.start_offset(req.group, topic, queue_id, req.init_mode)
         attempts = self._order_attempts.setdefault(key, {})
-        max_attempts = self.max_attempts(req.group)
+        max_attempts = self.moves.max_attempts(req.group)
         while True:
             got, offset = self._read(req, topic, queue_id, offset, want)
             if got is None or not got.messages:
@@ -317,7 +309,7 @@ class PopService:
                 count = attempts.get(queue_offset, 0)
                 if count >= max_attempts:  # delivered max times and never acked: to the DLQ, the queue goes on
                     msg = MessageExt.decode(record)
-                    if not self._to_dlq(req.group, msg):
+                    if not self.moves.to_dlq(req.group, msg):
                         break
                     attempts.pop(queue_offset, None)
                     continue
@@ -405,8 +397,8 @@ class PopService:
         handle, ck = self._find(group, topic, handle_text)
         if ck is None or handle.offset in ck.acked:
             return False
-        msg = self._message_at(ck.topic, ck.queue_id, handle.offset)
-        if msg is not None and not self._to_dlq(group, msg):
+        msg = self.moves.message_at(ck.topic, ck.queue_id, handle.offset)
+        if msg is not None and not self.moves.to_dlq(group, msg):
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "the message could not be put into the DLQ")
         return self.ack(group, topic, handle_text)
 
@@ -418,10 +410,10 @@ class PopService:
         for ck in [ck for ck in self.checkpoints.values() if ck.deadline <= now and not ck.order]:
             kept = []
             for offset in ck.pending():
-                msg = self._message_at(ck.topic, ck.queue_id, offset)
+                msg = self.moves.message_at(ck.topic, ck.queue_id, offset)
                 if msg is None:  # gone (files expired): nothing to deliver again
                     continue
-                if self._retry(ck.group, msg):
+                if self.moves.retry(ck.group, msg):
                     moved += 1
                 else:
                     kept.append(offset)
@@ -430,52 +422,6 @@ class PopService:
                 continue
             self._remove(ck)
         return moved
-
-    def max_attempts(self, group: str) -> int:
-        cfg = self.broker.subscription_group_manager.find(group)
-        return (cfg.retry_max_times if cfg is not None else 16) + 1
-
-    def _message_at(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
-        got = self.broker.store.get_message("", topic, queue_id, offset, 1)
-        if got is None or not got.messages or got.queue_offsets[0] != offset:
-            return None
-        return MessageExt.decode(got.messages[0])
-
-    def _retry(self, group: str, msg: MessageExt) -> bool:
-        if msg.reconsume_times + 1 >= self.max_attempts(group):
-            return self._to_dlq(group, msg)
-        props = dict(msg.properties)
-        real = props.get(PROPERTY_RETRY_TOPIC, msg.topic) if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) \
-            else msg.topic
-        props[PROPERTY_RETRY_TOPIC] = real
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
-        props.pop(PROPERTY_POP_CK, None)
-        cfg = self.broker.subscription_group_manager.find(group)
-        queues = max(1, cfg.retry_queue_nums if cfg is not None else 1)
-        topic = pop_retry_topic(group, real)
-        self.broker.topic_config_manager.create_without_template(topic, queues)
-        return self._put(msg, topic, random.randrange(queues), props, msg.reconsume_times + 1)
-
-    def _to_dlq(self, group: str, msg: MessageExt) -> bool:
-        props = dict(msg.properties)
-        real = props.get(PROPERTY_RETRY_TOPIC, msg.topic) if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) \
-            else msg.topic
-        props.setdefault(PROPERTY_DLQ_ORIGIN_TOPIC, real)
-        props.setdefault(PROPERTY_DLQ_ORIGIN_MESSAGE_ID, msg.msg_id)
-        props.setdefault(PROPERTY_RETRY_TOPIC, real)
-        props.pop(PROPERTY_POP_CK, None)
-        topic = dlq_topic(group)
-        self.broker.topic_config_manager.create_without_template(topic, 1)
-        log.info("%s: message %s of %s delivered %d times, moved to %s", group, msg.msg_id, real,
-                 msg.reconsume_times + 1, topic)
-        return self._put(msg, topic, 0, props, msg.reconsume_times + 1)
-
-    def _put(self, msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], reconsume_times: int) -> bool:
-        inner = MessageExtBrokerInner.build(
-            topic, queue_id, msg.body, props, born_host=pack_host(msg.born_host), flag=msg.flag,
-            sys_flag=msg.sys_flag & ~0x30, born_timestamp=msg.born_timestamp, born_port=msg.born_port,
-            reconsume_times=reconsume_times)
-        return self.broker.send_core.put_message(inner).status in STORED
 
     # -- progress -----------------------------------------------------------------------------------
     def first_unacked(self, group: str, topic: str, queue_id: int) -> int | None:
