@@ -90,11 +90,19 @@ class MessagingService:
         client_id = md.get("x-mq-client-id")
         if not client_id:
             raise Failure(C.CLIENT_ID_REQUIRED, "x-mq-client-id is required")
+        now = time.monotonic()
         s = self.sessions.get(client_id)
         if s is None:
+            self._forget_silent(now)
             s = self.sessions[client_id] = ClientSession(client_id)
-        s.last_seen = time.monotonic()
+        s.last_seen = now
         return s
+
+    def _forget_silent(self, now: float) -> None:
+        """Clients gone without NotifyClientTermination (killed): heard of nothing for 2 minutes (they heartbeat
+        every 10 s) and no Telemetry stream open."""
+        for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > 120]:
+            del self.sessions[client_id]
 
     def broker_named(self, name: str) -> BrokerContext:
         for b in self.brokers():

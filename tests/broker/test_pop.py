@@ -196,3 +196,16 @@ async def test_unacked_messages_survive_a_restart_and_acked_ones_do_not_come_bac
         assert revive_later(broker) == 2
         _, back = await pop(broker)
         assert sorted(m.body for m in back) == [b"m1", b"m2"]
+
+
+async def test_sql92_filters_apply_to_pops(tmp_path):
+    async with BrokerHarness(tmp_path / "store", enablePropertyFilter=True) as broker:
+        for i in range(4):
+            assert (await broker.send("Orders", f"m{i}".encode(), properties={"a": str(i)})).code == R.SUCCESS
+        r = await broker.ask(RequestCode.POP_MESSAGE, PopMessageRequestHeader(
+            consumer_group="G", topic="Orders", max_msg_nums=32, invisible_time=30000, init_mode=0,
+            exp_type="SQL92", exp="a >= 2"))
+        assert sorted(m.body for m in decode_messages(r.body)) == [b"m2", b"m3"]
+        bad = await broker.ask(RequestCode.POP_MESSAGE, PopMessageRequestHeader(
+            consumer_group="G", topic="Orders", invisible_time=30000, exp_type="SQL92", exp="a >"))
+        assert bad.code == R.SUBSCRIPTION_PARSE_FAILED
