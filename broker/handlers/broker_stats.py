@@ -73,6 +73,9 @@ class BrokerStatsProcessor:
                 for q in range(tc.write_queue_nums):
                     broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
                     consumer_offset = max(0, b.consumer_offset_manager.query_offset(group, topic, q))
+                    unacked = b.pop_service.first_unacked(group, topic, q)
+                    if unacked is not None:  # a POP group: popped and not acked is not consumed yet
+                        consumer_offset = min(unacked, consumer_offset)
                     table[MessageQueue(topic, b.config.broker_name, q)] = OffsetWrapper(
                         broker_offset=broker_offset, consumer_offset=consumer_offset,
                         last_timestamp=last_consumed_timestamp(b.store, topic, q, consumer_offset))

@@ -11,6 +11,7 @@ from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, SubscriptionGroupConfig
 from rocketmq_emulator.protocol.headers import CommandHeader
 from rocketmq_emulator.protocol.message import decode_messages
+from rocketmq_emulator.protocol.stats_bodies import ConsumeStatsList
 from rocketmq_emulator.protocol.pop_headers import (PROPERTY_POP_CK, AckMessageRequestHeader, BatchAck,
                                                     BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
                                                     PopMessageRequestHeader)
@@ -183,6 +184,10 @@ async def test_consumer_progress_counts_popped_and_unacked_as_in_flight(harness)
     stats = ConsumeStats.decode(r.body)
     [(mq, w)] = [(mq, w) for mq, w in stats.offset_table.items() if mq.queue_id == 0]
     assert (w.broker_offset, w.consumer_offset, w.pull_offset) == (4, 1, 3)  # 2 in flight, 1 ready
+    r = await harness.ask(RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false", "timeoutMillis": "1000"})
+    [stats] = [entry for group in ConsumeStatsList.decode(r.body).consume_stats_list
+               for name, entries in group.items() if name == "G" for entry in entries]
+    assert stats.total_diff() == 3  # in flight and ready: not consumed
 
 
 async def test_unacked_messages_survive_a_restart_and_acked_ones_do_not_come_back(tmp_path):
