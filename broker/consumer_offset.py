@@ -34,6 +34,7 @@ from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapp
 from rocketmq_emulator.protocol.topics import BROADCAST_OFFSET_SUFFIX
 
 from .config_file import load_config_file, write_config_file
+from .offset_history import OffsetHistory
 from .offset_journal import JournalWriter, OffsetJournal
 
 log = logging.getLogger("rocketmq_emulator.offsets")
@@ -56,6 +57,8 @@ class ConsumerOffsetManager:
         self.journal = OffsetJournal(config_dir / "consumerOffset.db", fsync=fsync) if journal else None
         self.writer: JournalWriter | None = None
         self.compensated = 0  #: queues whose offset came from the journal at the last load
+        #: the dashboard's offset history (changes, ignored commits, resets, corrections)
+        self.history = OffsetHistory()
 
     @staticmethod
     def key(topic: str, group: str) -> str:
@@ -155,26 +158,33 @@ class ConsumerOffsetManager:
         key = f"{topic}@{group}"
         if queue_id in self.reset_offset_table.get(key, ()):
             log.debug("%s: commit %d of %s queue %d ignored: a reset is pending", client, offset, key, queue_id)
+            self.history.add(group, topic, queue_id, offset, "ignored", client,
+                             self.query_offset(group, topic, queue_id))
             return False
         fence = self._fenced.get((key, queue_id))
         if fence is not None:
             if not fence <= offset <= self.pull_offset_table.get(key, {}).get(queue_id, -1):
                 log.debug("%s: commit %d of %s queue %d ignored: not between the reset (%d) and what was pulled "
                           "since", client, offset, key, queue_id, fence)
+                self.history.add(group, topic, queue_id, offset, "ignored", client,
+                                 self.query_offset(group, topic, queue_id))
                 return False
             del self._fenced[(key, queue_id)]
         queues = self.offset_table.setdefault(key, {})
         previous = queues.get(queue_id)
         if previous is not None and offset < previous:
             log.debug("%s: offset of %s queue %d moves back from %d to %d", client, key, queue_id, previous, offset)
+        if previous != offset:
+            self.history.add(group, topic, queue_id, offset, "commit", client, previous)
         queues[queue_id] = offset
         self._record(key, queue_id, offset)
         return True
 
     # -- server-side reset --------------------------------------------------------------------------
-    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int, by: str = "admin") -> None:
         """Record a reset: it is the committed offset now, and the group's next pull of the queue is moved to it."""
         key = f"{topic}@{group}"
+        self.history.add(group, topic, queue_id, offset, "reset", by, self.query_offset(group, topic, queue_id))
         self.reset_offset_table.setdefault(key, {})[queue_id] = offset
         self.offset_table.setdefault(key, {})[queue_id] = offset
         self.pull_offset_table.setdefault(key, {})[queue_id] = offset

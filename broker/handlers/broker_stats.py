@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
-from .offset_admin import last_consumed_timestamp
+from ..consume_stats import last_consumed_timestamp
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext

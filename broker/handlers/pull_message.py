@@ -221,6 +221,8 @@ class PullMessageProcessor:
         the pull's commit offset (the client's old position) is not stored."""
         b = self.broker
         b.consumer_offset_manager.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, offset)
+        b.consumer_offset_manager.history.add(h.consumer_group, h.topic, h.queue_id, offset, "moved",
+                                              f"broker (reset applied to {client_id})", h.queue_offset)
         if broadcasting:
             b.broadcast_offsets.update_offset(h.topic, h.consumer_group, h.queue_id, client_id, session, offset,
                                               offset)
@@ -233,6 +235,8 @@ class PullMessageProcessor:
     def _offset_moved_event(self, h: PullMessageRequestHeader, offset_new: int) -> None:
         """Record the correction in topic OFFSET_MOVED_EVENT, as a master broker does (§9.4)."""
         b = self.broker
+        b.consumer_offset_manager.history.add(h.consumer_group, h.topic, h.queue_id, offset_new, "moved",
+                                              "broker (illegal offset)", h.queue_offset)
         event = OffsetMovedEvent(consumer_group=h.consumer_group, message_queue=MessageQueue(
             h.topic, b.config.broker_name, h.queue_id), offset_request=h.queue_offset, offset_new=offset_new)
         props = f"TAGS\x01{h.consumer_group}\x02KEYS\x01{h.consumer_group}".encode()
