@@ -1,7 +1,7 @@
 # rocketmq-emulator: a RocketMQ name server + broker in one process, with the 5.x clients' gRPC endpoint on 8081
-# (README "Docker").
+# and the dashboard on 8080 (README "Docker").
 #   docker build -t rocketmq-emulator .
-#   docker run --rm -p 9876:9876 -p 10911:10911 -p 8081:8081 rocketmq-emulator
+#   docker run --rm -p 9876:9876 -p 10911:10911 -p 8081:8081 -p 8080:8080 rocketmq-emulator
 # The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
@@ -21,7 +21,7 @@ COPY spark_tools /src/spark_tools
 COPY store /src/store
 COPY testing /src/testing
 RUN python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-compile "/src[grpc]" \
+    && /opt/venv/bin/pip install --no-compile "/src[grpc,dashboard]" \
     && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
     && rm -rf /src \
@@ -32,14 +32,15 @@ RUN python3 -m venv /opt/venv \
 ENV PATH=/opt/venv/bin:$PATH \
     ROCKETMQ_EMULATOR_HOST=0.0.0.0 \
     ROCKETMQ_EMULATOR_STORE_DIR=/data/store \
-    ROCKETMQ_EMULATOR_GRPC_PORT=8081
+    ROCKETMQ_EMULATOR_GRPC_PORT=8081 \
+    ROCKETMQ_EMULATOR_DASHBOARD_PORT=8080
 
 # The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
 VOLUME /data
 # 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it);
 # with ROCKETMQ_EMULATOR_BROKERS=N the further brokers listen on 10921, 10931, ... (VIP ports 2 below);
-# 8081 the gRPC endpoint of RocketMQ 5.x clients (ROCKETMQ_EMULATOR_GRPC_PORT)
-EXPOSE 9876 10911 10909 10921 10919 8081
+# 8081 the gRPC endpoint of RocketMQ 5.x clients (ROCKETMQ_EMULATOR_GRPC_PORT), 8080 the dashboard
+EXPOSE 9876 10911 10909 10921 10919 8081 8080
 
 # The container's own ports: the advertised address may only be reachable from outside the container.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 \

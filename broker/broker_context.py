@@ -31,6 +31,7 @@ class BrokerContext(BrokerState, Protocol):
     server: RemotingServer
     vip_server: RemotingServer | None
     pop_service: PopService
+    started_at: float  # time.time() of the start (0 before)
     transaction_check: TransactionalMessageCheckService
 
     @property

@@ -135,6 +135,9 @@ class EmulatorConfig:
     grpc_server_port: int | None = None
     #: also a TLS port (self-signed certificate), e.g. for the 5.x Java client's default
     grpc_tls_port: int | None = None
+    #: the dashboard (broker/dashboard/); None: off. read-only: its actions are refused and hidden
+    dashboard_port: int | None = None
+    dashboard_read_only: bool = False
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO

@@ -23,6 +23,7 @@ from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
 
 if TYPE_CHECKING:
+    from .dashboard.server import DashboardServer
     from .grpc.server import GrpcEndpoint
     from .trace import Tracer
 
@@ -59,6 +60,7 @@ class Emulator:
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
+        self.dashboard: DashboardServer | None = None  # dashboard_port
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
         self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
         self.namesrv.table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
@@ -92,7 +94,24 @@ class Emulator:
             await b.start(self.config.topics, self.config.groups)
         if self.config.grpc_server_port is not None:
             await self._start_grpc(self.config.grpc_server_port)
+        if self.config.dashboard_port is not None:
+            await self._start_dashboard(self.config.dashboard_port)
         self._watch_task = asyncio.get_running_loop().create_task(self._watch_descriptors())
+
+    async def _start_dashboard(self, port: int) -> None:
+        try:
+            from .dashboard.server import DashboardServer  # the [dashboard] extra: imported only when enabled
+        except ImportError as exc:
+            await self.stop()
+            raise RuntimeError(f"the dashboard needs the [dashboard] extra (pip install "
+                               f"'rocketmq-emulator[dashboard]'): {exc}") from None
+        self.dashboard = DashboardServer(self, self.config.host, port, read_only=self.config.dashboard_read_only)
+        try:
+            await self.dashboard.start()
+        except BaseException:
+            self.dashboard = None
+            await self.stop()
+            raise
 
     async def _start_grpc(self, port: int) -> None:
         try:
@@ -123,6 +142,9 @@ class Emulator:
         for handle in self._route_drops.values():
             handle.cancel()
         self._route_drops.clear()
+        if self.dashboard is not None:
+            await self.dashboard.stop()
+            self.dashboard = None
         if self.grpc is not None:
             await self.grpc.stop()
             self.grpc = None
@@ -206,6 +228,8 @@ class Emulator:
         if self.grpc is not None:
             tls = f", TLS {self.grpc.tls_port}" if self.grpc.tls_port is not None else ""
             grpc = f", gRPC {self.config.broker.broker_ip1}:{self.grpc.port}{tls} (5.x clients)"
+        if self.dashboard is not None:
+            grpc += f", dashboard http://{self.config.broker.broker_ip1}:{self.dashboard.port}/"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}{grpc}, "
                 f"cluster {self.config.broker.broker_cluster_name}, store {store}")
 

@@ -174,7 +174,7 @@ def _snake(key: str) -> str:
 #: the process's settings (this emulator's own): key -> parser
 _PROCESS: dict[str, Parse] = {
     "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT),
-    "grpcTlsPort": _optional(_PORT), "brokers": _number("int", 1, 26), "ephemeral": _bool,
+    "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool, "brokers": _number("int", 1, 26), "ephemeral": _bool,
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
     "topics": _topics, "groups": _groups}

@@ -67,6 +67,10 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "grpc-tls-port": ("grpcTlsPort",
                       "with --grpc-port: also serve it with TLS on this port (a self-signed certificate made at "
                       "the first start, kept in <store>/config/grpc-tls/; the 5.x Java client's default)"),
+    "dashboard-port": ("dashboardPort",
+                       "serve the dashboard (pages and a JSON API) on this port (0 picks a free port); off by "
+                       "default; needs the [dashboard] extra"),
+    "dashboard-read-only": ("dashboardReadOnly", "true: the dashboard shows everything and changes nothing"),
     "min-invisible-time": ("minInvisibleTimeMillsForRecv",
                            "the shortest invisible time (ms) a 5.x receive may ask for (default 10000, as the 5.x "
                            "proxy; tests make it short)"),

@@ -48,6 +48,8 @@ class RocketMQBroker:
         self.log_path = log_path
         #: "127.0.0.1:PORT" of the 5.x clients' gRPC endpoint, when started with one
         self.grpc_endpoint: str | None = None
+        #: "http://127.0.0.1:PORT/" of the dashboard, when started with one
+        self.dashboard_url: str | None = None
         self._process = process
         self._command = command or []
         self._paused = False
@@ -195,21 +197,25 @@ def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subproc
     raise RuntimeError(f"rocketmq-emulator not ready after {timeout} s:\n{log_path.read_text()[-3000:]}")
 
 
-def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool = False) -> RocketMQBroker:
+def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool = False,
+                    dashboard: bool = False) -> RocketMQBroker:
     """`rocketmq-emulator serve` in a subprocess on free loopback ports, its store in `root/store` and its log
     in `root/emulator.log` (also for scripts: the offset crash benchmark uses it). `grpc`: also the 5.x
-    clients' endpoint (`grpc_endpoint`)."""
+    clients' endpoint (`grpc_endpoint`); `dashboard`: also the dashboard (`dashboard_url`)."""
     root.mkdir(parents=True, exist_ok=True)
     ns_port, broker_port = free_port(), free_broker_port(brokers)
     grpc_port = free_port({ns_port, broker_port, broker_port - 2}) if grpc else None
+    dashboard_port = free_port({ns_port, broker_port, broker_port - 2, grpc_port or 0}) if dashboard else None
     command = [*COMMAND, "serve", "--host", "127.0.0.1",
                "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
                "--store-dir", str(root / "store"), "--brokers", str(brokers), *serve_args,
-               *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ())]
+               *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
+               *(("--dashboard-port", str(dashboard_port)) if dashboard_port is not None else ())]
     log_path = root / "emulator.log"
     broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
                             _spawn(command, log_path), command, log_path)
     broker.grpc_endpoint = f"127.0.0.1:{grpc_port}" if grpc_port is not None else None
+    broker.dashboard_url = f"http://127.0.0.1:{dashboard_port}/" if dashboard_port is not None else None
     return broker
 
 

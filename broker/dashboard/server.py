@@ -1,0 +1,262 @@
+"""`DashboardServer`: the dashboard's pages and JSON API (`/api/...`, README "Dashboard"), served by aiohttp on the
+broker's event loop. Pages are static files of this package (no CDN, no build) that fetch the API and refresh
+when the server-sent event stream `/api/events` ticks (every second).
+
+Actions are POSTs with a JSON body and, when the browser sends an Origin, the same origin as the page (a
+cross-site form cannot send JSON without a CORS preflight, which is never granted); `read_only` refuses them
+(403) and the pages hide them. Bad input is answered 400 (404 for a missing thing) with `{"error": message}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from aiohttp import web
+
+from . import actions, views
+from .views import Invalid, NotFound
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+    from ..emulator import Emulator
+
+log = logging.getLogger("rocketmq_emulator.dashboard")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+STATIC = Path(str(resources.files(__package__).joinpath("static")))
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, default=str))
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except Invalid as exc:
+        return _json({"error": str(exc)}, 400)
+    except NotFound as exc:
+        return _json({"error": str(exc)}, 404)
+    except web.HTTPException as exc:
+        if request.path.startswith("/api/"):
+            return _json({"error": exc.reason}, exc.status)
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug of the dashboard: logged, answered as one
+        log.error("dashboard: %s %s failed", request.method, request.path, exc_info=exc)
+        return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+
+
+class DashboardServer:
+    def __init__(self, emulator: Emulator, host: str, port: int, *, read_only: bool = False) -> None:
+        self.emulator = emulator
+        self.host = host
+        self.port = port
+        self.read_only = read_only
+        self._runner: web.AppRunner | None = None
+        self._rates: dict[str, dict[str, float]] = {}
+        self._last: dict[str, tuple[float, int, int]] = {}
+        self._ticker: asyncio.Task[None] | None = None
+        self._subscribers: set[asyncio.Queue[str]] = set()
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[_errors], client_max_size=8 * 1024 * 1024)
+        get, post = app.router.add_get, app.router.add_post
+        get("/", self.index)
+        get("/api/overview", self.overview)
+        get("/api/topics", self.topics)
+        get("/api/topics/{topic}", self.topic)
+        get("/api/topics/{topic}/messages", self.messages)
+        get("/api/messages/{msg_id}", self.message)
+        get("/api/groups", self.groups)
+        get("/api/groups/{group}", self.group)
+        get("/api/groups/{group}/history", self.history)
+        get("/api/groups/{group}/where", self.where)
+        get("/api/events", self.events)
+        get("/api/trace", self.trace)
+        post("/api/topics", self.action(lambda b, body, r: actions.create_topic(b, body)))
+        post("/api/topics/{topic}/delete", self.action(lambda b, body, r: actions.delete_topic(b, r.match_info["topic"])))
+        post("/api/send", self.action(lambda b, body, r: actions.send(b, body)))
+        post("/api/groups/{group}/reset/preview",
+             self.action(lambda b, body, r: actions.reset_preview(b, r.match_info["group"], body), read=True))
+        post("/api/groups/{group}/reset", self.action(lambda b, body, r: actions.reset(b, r.match_info["group"], body)))
+        post("/api/resend", self.action(lambda b, body, r: actions.resend(b, body)))
+        post("/api/controls/expire", self.action(lambda b, body, r: actions.expire_now(b)))
+        post("/api/controls/drop-connections", self.action(lambda b, body, r: actions.drop_connections(b)))
+        app.router.add_static("/static", STATIC)
+        return app
+
+    async def start(self) -> None:
+        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise OSError(f"dashboard port {self.host}:{self.port} is not available: {exc.strerror or exc}") from None
+        server = getattr(site, "_server", None)
+        if self.port == 0 and server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        self._runner = runner
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        log.info("dashboard on http://%s:%d/%s", self.host, self.port, " (read-only)" if self.read_only else "")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+        for q in self._subscribers:
+            q.put_nowait("")
+        if self._runner is not None:
+            await self._runner.shutdown()
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def brokers(self) -> list[BrokerController]:
+        return [b for b in self.emulator.brokers if b.config.broker_name not in self.emulator.stopped]
+
+    def broker(self, request: web.Request) -> BrokerController:
+        name = request.query.get("broker")
+        running = self.brokers()
+        if not running:
+            raise NotFound("no broker is running")
+        if not name:
+            return running[0]
+        for b in running:
+            if b.config.broker_name == name:
+                return b
+        raise NotFound(f"no running broker named {name!r}")
+
+    def action(self, fn: Callable[[Any, dict[str, Any], web.Request], dict[str, Any]], *,
+               read: bool = False) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if self.read_only and not read:
+                return _json({"error": "the dashboard is read-only (--dashboard-read-only)"}, 403)
+            origin = request.headers.get("Origin")
+            if origin is not None and origin != f"{request.scheme}://{request.host}":
+                return _json({"error": f"cross-origin request from {origin} refused"}, 403)
+            if request.content_type != "application/json":
+                return _json({"error": "actions take a JSON body (Content-Type: application/json)"}, 415)
+            try:
+                body = await request.json() if request.can_read_body else {}
+            except ValueError:
+                raise Invalid("the body is not valid JSON") from None
+            if not isinstance(body, dict):
+                raise Invalid("the body must be a JSON object")
+            result = fn(self.broker(request), body, request)
+            log.info("dashboard: %s %s", request.path, json.dumps(body)[:200])
+            return _json(result)
+        return handle
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            now = time.monotonic()
+            for b in self.brokers():
+                name = b.config.broker_name
+                put, got = b.store.put_count, b.store.get_found
+                last = self._last.get(name)
+                if last is not None and now > last[0]:
+                    self._rates[name] = {"put": (put - last[1]) / (now - last[0]), "get": (got - last[2]) / (now - last[0])}
+                self._last[name] = (now, put, got)
+            event = json.dumps({"t": int(time.time() * 1000)})
+            for q in list(self._subscribers):
+                if q.qsize() < 10:
+                    q.put_nowait(event)
+
+    # -- pages and reads ----------------------------------------------------------------------------
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / "index.html")
+
+    async def overview(self, request: web.Request) -> web.StreamResponse:
+        e = self.emulator
+        brokers = [views.broker_summary(b, self._rates.get(b.config.broker_name, {})) for b in self.brokers()]
+        return _json({"cluster": e.config.broker.broker_cluster_name, "namesrv": e.namesrv_addr,
+                      "brokers": brokers, "stoppedBrokers": sorted(e.stopped), "readOnly": self.read_only,
+                      "grpc": f"{e.config.broker.broker_ip1}:{e.grpc.port}" if e.grpc is not None else None,
+                      "trace": e.config.wire_trace})
+
+    async def topics(self, request: web.Request) -> web.StreamResponse:
+        return _json(views.topics(self.broker(request), request.query.get("system") == "true"))
+
+    async def topic(self, request: web.Request) -> web.StreamResponse:
+        return _json(views.topic_detail(self.broker(request), request.match_info["topic"]))
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        b, q, topic = self.broker(request), request.query, request.match_info["topic"]
+        if q.get("key"):
+            return _json(views.by_key(b, topic, q["key"]))
+        queue = q.get("queue")
+        return _json(views.browse(
+            b, topic, queue_id=None if queue in (None, "", "all") else views.number(queue, "queue"),
+            offset=views.number(q.get("offset"), "offset", default=0),
+            count=views.number(q.get("count"), "count", low=1, default=20),
+            at_time=views.timestamp_ms(q["time"]) if q.get("time") else None))
+
+    async def message(self, request: web.Request) -> web.StreamResponse:
+        msg = views.find_message(self.broker(request), request.match_info["msg_id"], request.query.get("topic"))
+        return _json(views.message_view(msg, full=True))
+
+    async def groups(self, request: web.Request) -> web.StreamResponse:
+        return _json(views.groups(self.broker(request)))
+
+    async def group(self, request: web.Request) -> web.StreamResponse:
+        return _json(views.group_detail(self.broker(request), request.match_info["group"]))
+
+    async def history(self, request: web.Request) -> web.StreamResponse:
+        q = request.query
+        queue = q.get("queue")
+        return _json(views.history(self.broker(request), request.match_info["group"], q.get("topic") or None,
+                                   None if queue in (None, "") else views.number(queue, "queue")))
+
+    async def where(self, request: web.Request) -> web.StreamResponse:
+        q = request.query
+        return _json(views.where(self.broker(request), request.match_info["group"], q.get("msgId", ""),
+                                 q.get("topic") or None))
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: a tick every second; the pages fetch their data again on each."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        self._subscribers.add(queue)
+        try:
+            while True:
+                event = await queue.get()
+                if not event:
+                    break
+                await response.write(f"data: {event}\n\n".encode())
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self._subscribers.discard(queue)
+        return response
+
+    async def trace(self, request: web.Request) -> web.StreamResponse:
+        """The wire trace's last lines (text format, to a file), filtered by code names, group and topic."""
+        target = self.emulator.config.wire_trace
+        if target is None or target == "-":
+            raise Invalid("the wire trace is off: start serve with --trace FILE to follow it here")
+        q = request.query
+        codes = [c.strip().upper() for c in q.get("codes", "").split(",") if c.strip()]
+        needles = [f"={v}" for v in (q.get("group"), q.get("topic")) if v]
+        limit = views.number(q.get("lines"), "lines", low=1, default=200)
+        try:
+            with open(target, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - 2_000_000))
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError as exc:
+            raise Invalid(f"cannot read the trace file {target}: {exc.strerror}") from None
+        picked = [line for line in lines if (not codes or any(f"{c}(" in line or f"to {c}:" in line for c in codes))
+                  and all(n in line for n in needles)]
+        return _json({"file": target, "lines": picked[-limit:]})

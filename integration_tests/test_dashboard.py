@@ -1,0 +1,179 @@
+"""The dashboard (`serve --dashboard-port`) in a real browser: Debian's chromium driven by Playwright
+(testing/browser.py: no browser download, no DNS, 127.0.0.1 only), against the emulator in a subprocess with real
+clients producing and consuming. The page's numbers must equal `admin topicStatus/consumerProgress --json`; a
+browse by key, a reset from the page that the live consumer follows and the offset history of that reset; bad
+input shown in the page with a 4xx from the API; read-only mode."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rocketmq_emulator.testing.browser import browser_page
+from rocketmq_emulator.testing.command_line import run_cli
+from rocketmq_emulator.testing.emulator_process import launch_emulator
+
+from .cppclient import start_driver
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path):
+    broker = launch_emulator(tmp_path, "--topic", "Orders:4", dashboard=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def produce(namesrv: str, topic: str, n: int) -> None:
+    async def go() -> None:
+        from rocketmq_emulator.client import Producer
+        async with Producer("dash-producer", namesrv=namesrv) as p:
+            for i in range(n):
+                await p.send(topic, json.dumps({"order": i}).encode(), tags="TagA", keys=f"order-{i}")
+    asyncio.run(go())
+
+
+def cli_json(*args: str) -> object:
+    done = run_cli("admin", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def cells(page, table: str, column: str) -> list[str]:  # noqa: ANN001
+    return [c.strip() for c in page.locator(f'[data-testid="{table}"] td[data-col="{column}"]').all_inner_texts()]
+
+
+def rows(page, table: str) -> list[dict[str, str]]:  # noqa: ANN001
+    """The table's rows (the totals row left out), each as {column: text}."""
+    return page.eval_on_selector_all(
+        f'[data-testid="{table}"] tbody tr:not(.total)',
+        "trs => trs.map(tr => Object.fromEntries([...tr.cells].map(td => [td.dataset.col, td.innerText.trim()])))")
+
+
+def numbers(texts: list[str]) -> list[int]:
+    return [int(t.replace(",", "")) for t in texts if t.replace(",", "").isdigit()]
+
+
+def post(url: str, body: dict, origin: str | None = None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_topic_and_group_pages_show_the_admin_commands_numbers_and_a_reset_from_the_page_is_followed(
+        dashboard, tmp_path):
+    ns, url = dashboard.namesrv_addr, dashboard.dashboard_url
+    produce(ns, "Orders", 12)
+    consumer = start_driver(["push", "--namesrv", ns, "--topic", "Orders", "--group", "billing", "--expect", "24",
+                             "--duration", "120"], timeout=150, home=tmp_path / "cpp")
+    try:
+        assert consumer.wait_for(lambda e: len(consumer.of("received")) >= 12, timeout=60), consumer.describe()
+        time.sleep(6)  # the C++ client commits every 5 s
+        status = cli_json("topicStatus", "-n", ns, "-t", "Orders")
+        with browser_page() as page:
+            page.goto(url + "#/topic/Orders")
+            page.wait_for_selector('[data-testid="queues"]')
+            max_offsets = numbers(cells(page, "queues", "maxOffset"))
+            assert max_offsets == [q["maxOffset"] for q in sorted(status, key=lambda q: q["queueId"])], \
+                (max_offsets, status)
+            assert sum(max_offsets) == 12
+
+            progress = cli_json("consumerProgress", "-n", ns, "-g", "billing")
+            page.goto(url + "#/group/billing")
+            page.wait_for_selector('[data-testid="progress"]')
+            page.wait_for_function("document.querySelector('[data-testid=group-state]').textContent === 'online'")
+            # a queue with nothing committed reads "none yet" where the command prints 0
+            shown = {(r["topic"], int(r["queueId"])): (int(r["consumerOffset"].replace(",", "").replace(
+                "none yet", "0")), int(r["diff"])) for r in rows(page, "progress")}
+            assert shown == {(o["topic"], o["queueId"]): (o["consumerOffset"], o["diff"]) for o in progress["offsets"]}
+            assert numbers(cells(page, "progress", "diff"))[-1] == progress["diffTotal"] == 0  # the total row
+
+            # browse by key, from the messages page
+            page.goto(url + "#/messages?topic=Orders&key=order-7")
+            page.wait_for_selector('[data-testid="messages"] td[data-col="keys"]')
+            assert cells(page, "messages", "keys") == ["order-7"]
+            page.locator('[data-testid="messages"] a').first.click()
+            page.wait_for_selector('[data-testid="body"]')
+            assert json.loads(page.locator('[data-testid="body"]').inner_text()) == {"order": 7}
+            assert page.locator('[data-testid="body-kind"]').inner_text() == "json"
+
+            # reset to the earliest offsets from the page: preview, then apply
+            page.goto(url + "#/group/billing")
+            page.wait_for_selector("#reset")
+            page.fill('#reset input[name="topic"]', "Orders")
+            page.select_option('#reset select[name="mode"]', "earliest")
+            page.click('#reset button[value="preview"]')
+            page.wait_for_selector('[data-testid="reset-targets"]')
+            assert set(numbers(cells(page, "reset-targets", "to"))) == {0}
+            assert "preview" in page.locator("#preview").inner_text()
+            page.click('#reset button[value="apply"]')
+            page.wait_for_function("document.querySelector('#notice').textContent.includes('applied')")
+            assert consumer.wait_for(lambda e: len(consumer.of("received")) >= 24, timeout=60), consumer.describe()
+            page.wait_for_function("document.querySelector('[data-testid=history]') && "
+                                   "document.querySelector('[data-testid=history]').textContent.includes('reset')")
+            kinds = cells(page, "history", "kind")
+            assert "reset" in kinds and "commit" in kinds, kinds
+    finally:
+        consumer.stop()
+    bodies = [e["body"] for e in consumer.of("received")]
+    assert sorted(set(bodies)) == sorted(json.dumps({"order": i}) for i in range(12))
+    assert all(bodies.count(b) == 2 for b in set(bodies)), bodies  # each once more after the reset
+
+
+def test_bad_input_is_a_message_in_the_page_and_a_4xx_from_the_api(dashboard):
+    url = dashboard.dashboard_url
+    with browser_page() as page:
+        page.goto(url + "#/topics")
+        page.wait_for_selector("#create-topic")
+        page.fill('#create-topic input[name="topic"]', "bad topic!")
+        page.click("#create-topic button")
+        page.wait_for_selector("#notice.error")
+        assert "illegal characters" in page.locator("#notice").inner_text()
+        page.goto(url + "#/messages?topic=NoSuchTopic")
+        page.wait_for_function("document.querySelector('#notice').textContent.includes('does not exist')")
+    assert post(url + "api/topics", {"topic": "ok", "queues": -3})[0] == 400
+    assert post(url + "api/groups/g/reset", {"topic": "Orders", "mode": "time", "time": "yesterday"})[0] == 400
+    assert post(url + "api/groups/g/reset", {"topic": "Orders", "mode": "offset", "queueId": 0,
+                                             "offset": -1})[0] == 400
+    assert post(url + "api/send", {"topic": "Orders"}, origin="http://elsewhere.example")[0] == 403
+    status, body = post(url + "api/topics/Nope/delete", {})
+    assert status == 404 and "Nope" in body["error"]
+    assert get_status(url + "api/topics/Orders/messages?count=abc") == 400
+    assert get_status(url + "api/no/such/thing") == 404
+
+
+def get_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_read_only_hides_and_refuses_the_actions(tmp_path):
+    broker = launch_emulator(tmp_path, "--topic", "Orders:4", "--dashboard-read-only", "true", dashboard=True)
+    try:
+        url = broker.dashboard_url
+        status, body = post(url + "api/topics", {"topic": "NewOne"})
+        assert status == 403 and "read-only" in body["error"]
+        with browser_page() as page:
+            page.goto(url + "#/topics")
+            page.wait_for_selector('[data-testid="topics"]')
+            page.wait_for_function("document.body.classList.contains('read-only')")
+            assert not page.locator("#create-topic").is_visible()
+            assert cells(page, "topics", "topic") == ["Orders"]
+    finally:
+        broker.stop()
