@@ -83,6 +83,11 @@ class Emulator:
         return self.brokers[0]
 
     @property
+    def grpc_port(self) -> int | None:
+        """The gRPC endpoint's bound port, when it runs."""
+        return self.grpc.port if self.grpc is not None else None
+
+    @property
     def namesrv_addr(self) -> str:
         return f"{self.config.host}:{self.namesrv.port}"
 

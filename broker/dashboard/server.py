@@ -15,7 +15,7 @@ import logging
 import time
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
 from aiohttp import web
 
@@ -23,8 +23,24 @@ from . import actions, views
 from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
-    from ..emulator import Emulator
+    from ..broker_context import BrokerContext
+    from ..config import EmulatorConfig
+
+
+class EmulatorView(Protocol):
+    """What the dashboard reads of the process (Emulator has it)."""
+
+    config: EmulatorConfig
+    stopped: set[str]
+
+    @property
+    def brokers(self) -> Sequence[BrokerContext]: ...
+
+    @property
+    def namesrv_addr(self) -> str: ...
+
+    @property
+    def grpc_port(self) -> int | None: ...
 
 log = logging.getLogger("rocketmq_emulator.dashboard")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,7 +69,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 class DashboardServer:
-    def __init__(self, emulator: Emulator, host: str, port: int, *, read_only: bool = False) -> None:
+    def __init__(self, emulator: EmulatorView, host: str, port: int, *, read_only: bool = False) -> None:
         self.emulator = emulator
         self.host = host
         self.port = port
@@ -120,10 +136,10 @@ class DashboardServer:
             self._runner = None
 
     # -- helpers ------------------------------------------------------------------------------------
-    def brokers(self) -> list[BrokerController]:
+    def brokers(self) -> list[BrokerContext]:
         return [b for b in self.emulator.brokers if b.config.broker_name not in self.emulator.stopped]
 
-    def broker(self, request: web.Request) -> BrokerController:
+    def broker(self, request: web.Request) -> BrokerContext:
         name = request.query.get("broker")
         running = self.brokers()
         if not running:
@@ -181,7 +197,7 @@ class DashboardServer:
         brokers = [views.broker_summary(b, self._rates.get(b.config.broker_name, {})) for b in self.brokers()]
         return _json({"cluster": e.config.broker.broker_cluster_name, "namesrv": e.namesrv_addr,
                       "brokers": brokers, "stoppedBrokers": sorted(e.stopped), "readOnly": self.read_only,
-                      "grpc": f"{e.config.broker.broker_ip1}:{e.grpc.port}" if e.grpc is not None else None,
+                      "grpc": f"{e.config.broker.broker_ip1}:{e.grpc_port}" if e.grpc_port is not None else None,
                       "trace": e.config.wire_trace})
 
     async def topics(self, request: web.Request) -> web.StreamResponse:

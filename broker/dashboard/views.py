@@ -311,7 +311,7 @@ def where(b: BrokerContext, group: str, msg_id: str, topic: str | None = None) -
         for copy in decode_messages(b.store.query_message(t, uniq, 16).body(), strict=False):
             places.append({"where": kind, "detail": f"{t} queue {copy.queue_id} offset {copy.queue_offset}, "
                                                     f"reconsume times {copy.reconsume_times}",
-                           "msgId": copy.msg_id, "topic": t})
+                           "msgId": copy.offset_msg_id, "topic": t})
     for parked in decode_messages(b.store.query_message(SCHEDULE_TOPIC, uniq, 16).body(), strict=False):
         real = parked.properties.get("REAL_TOPIC", "")
         if real in (retry_topic(group), pop_retry_topic(group, msg.topic)):

@@ -1,0 +1,113 @@
+"""The dashboard's JSON API in process (aiohttp client against `Emulator(dashboard_port=0)`): message lookups by
+offset id and unique key, body markers, where a message is for a group, the DLQ resend, the offset history of a
+reset and of a PULL_OFFSET_MOVED correction, test controls, the wire trace tail, and the 4xx answers."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+
+from rocketmq_emulator.broker.emulator import Emulator
+from rocketmq_emulator.broker.settings import emulator_config
+from rocketmq_emulator.client import Producer, PullConsumer
+from rocketmq_emulator.protocol.bodies import MessageQueue
+
+
+@pytest.fixture
+async def dash(tmp_path):
+    cfg = emulator_config(namesrv_port=0, listen_port=0, dashboard_port=0, topics="T:2", groups="G",
+                          store_path_root_dir=str(tmp_path / "store"), wire_trace=str(tmp_path / "trace.log"))
+    async with Emulator(cfg) as emu:
+        base = f"http://127.0.0.1:{emu.dashboard.port}"
+        async with aiohttp.ClientSession(base) as http:
+            yield emu, http
+
+
+async def get(http, path):  # noqa: ANN001, ANN201
+    async with http.get(path) as r:
+        return r.status, await r.json()
+
+
+async def post(http, path, body):  # noqa: ANN001, ANN201
+    async with http.post(path, json=body) as r:
+        return r.status, await r.json()
+
+
+async def test_messages_by_offset_id_and_unique_key_with_body_markers(dash):
+    emu, http = dash
+    status, sent = await post(http, "/api/send", {"topic": "T", "body": '{"a": [1, 2]}', "tag": "A", "keys": "k1",
+                                                  "properties": {"region": "eu"}})
+    assert status == 200
+    status, by_offset_id = await get(http, f"/api/messages/{sent['offsetMsgId']}")
+    assert status == 200 and by_offset_id["properties"]["region"] == "eu" and by_offset_id["bodyKind"] == "json"
+    status, by_uniq = await get(http, f"/api/messages/{sent['msgId']}?topic=T")
+    assert status == 200 and by_uniq["queueOffset"] == sent["queueOffset"]
+    assert (await get(http, f"/api/messages/{sent['msgId']}"))[0] == 404  # a unique key needs its topic
+    async with Producer("PG", namesrv=emu.namesrv_addr) as p:
+        await p.send("T", bytes(range(256)) * 300, keys="bin")
+    status, found = await get(http, "/api/topics/T/messages?key=bin")
+    assert status == 200 and found[0]["bodyKind"] == "binary" and found[0]["truncated"]
+    status, browsed = await get(http, "/api/topics/T/messages?time=2000-01-01T00:00:00")
+    assert status == 200 and len(browsed) == 2
+
+
+async def test_where_a_message_is_for_a_group_and_the_dlq_resend(dash):
+    emu, http = dash
+    _, sent = await post(http, "/api/send", {"topic": "T", "body": "x", "keys": "w1"})
+    status, where = await get(http, f"/api/groups/G/where?msgId={sent['offsetMsgId']}")
+    assert status == 200 and where["places"][0]["where"] == "not yet pulled"
+    async with PullConsumer("G", namesrv=emu.namesrv_addr) as c:
+        mq = MessageQueue("T", "broker-a", sent["queueId"])
+        result = await c.pull(mq, 0, max_nums=8)
+        await c.commit(mq, result.next_begin_offset)
+        msg = result.messages[0]
+        await c.instance.api.send_back(emu.broker.broker_addr, "G", commit_log_offset=msg.commit_log_offset,
+                                       origin_msg_id=msg.msg_id, origin_topic="T", delay_level=-1,
+                                       max_reconsume_times=16)  # straight to the DLQ
+    status, where = await get(http, f"/api/groups/G/where?msgId={sent['offsetMsgId']}")
+    places = [p["where"] for p in where["places"]]
+    assert places[0] == "consumed" and "in the DLQ" in places, where
+    dlq = [p for p in where["places"] if p["where"] == "in the DLQ"][0]
+    status, resent = await post(http, "/api/resend", {"msgId": dlq["msgId"]})
+    assert status == 200 and resent["topic"] == "T"
+    status, again = await get(http, "/api/topics/T/messages?key=w1")
+    assert len(again) == 2
+
+
+async def test_the_offset_history_shows_a_reset_and_what_came_after_it(dash):
+    emu, http = dash
+    for i in range(3):
+        await post(http, "/api/send", {"topic": "T", "body": f"m{i}"})
+    async with PullConsumer("G", namesrv=emu.namesrv_addr) as c:
+        for q in (0, 1):
+            mq = MessageQueue("T", "broker-a", q)
+            r = await c.pull(mq, 0)
+            await c.commit(mq, r.next_begin_offset)
+    status, preview = await post(http, "/api/groups/G/reset/preview", {"topic": "T", "mode": "earliest"})
+    assert status == 200 and {t["to"] for t in preview["targets"]} == {0}
+    assert emu.broker.consumer_offset_manager.query_offset("G", "T", 0) > 0  # a preview changes nothing
+    status, _ = await post(http, "/api/groups/G/reset", {"topic": "T", "mode": "earliest"})
+    assert status == 200
+    status, history = await get(http, "/api/groups/G/history?topic=T")
+    kinds = [e["kind"] for e in history]
+    assert kinds[:2] == ["reset", "reset"] and "commit" in kinds[2:], history  # newest first
+    assert (await get(http, "/api/groups/G/history?queue=x"))[0] == 400
+
+
+async def test_controls_trace_and_bad_input(dash):
+    emu, http = dash
+    await post(http, "/api/send", {"topic": "T", "body": "x"})
+    status, expired = await post(http, "/api/controls/expire", {})
+    assert status == 200 and expired["deletedFiles"] >= 1
+    status, dropped = await post(http, "/api/controls/drop-connections", {})
+    assert status == 200
+    status, trace = await get(http, "/api/trace?codes=GET_ALL_TOPIC_CONFIG")
+    assert status == 200 and all("GET_ALL_TOPIC_CONFIG" in line for line in trace["lines"])
+    assert (await post(http, "/api/groups/G/reset", {"topic": "T", "mode": "sideways"}))[0] == 400
+    assert (await post(http, "/api/topics", {"topic": "x" * 200}))[0] == 400
+    assert (await post(http, "/api/send", {"topic": "T", "properties": {"a": 1}}))[0] == 400
+    async with http.post("/api/send", data="not json", headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 400
+    async with http.post("/api/send", data="topic=T") as r:
+        assert r.status == 415
+    assert (await get(http, "/api/overview"))[1]["brokers"][0]["name"] == "broker-a"
