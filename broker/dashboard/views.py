@@ -14,6 +14,7 @@ from rocketmq_emulator.protocol.topics import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GRO
                                                SYSTEM_TOPICS, dlq_topic, pop_retry_topic, retry_topic)
 
 from ..consume_stats import consume_stats
+from ..subscription_group import TOOL_GROUPS
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -77,7 +78,7 @@ def broker_summary(b: BrokerContext, rates: dict[str, float]) -> dict[str, Any]:
         "name": b.config.broker_name, "addr": b.broker_addr, "cluster": b.config.broker_cluster_name,
         "topics": sum(1 for t in topics if not is_system_topic(t, b) and not t.startswith(
             (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))),
-        "groups": len([g for g in b.subscription_group_manager.table if not g.startswith("CID_RMQ_SYS_")]),
+        "groups": len(group_names(b)),
         "putTps": round(rates.get("put", 0.0), 1), "getTps": round(rates.get("get", 0.0), 1),
         "messagesPut": store.put_count, "messagesGot": store.get_found,
         "commitlogMinOffset": store.commitlog_min_offset, "commitlogMaxOffset": store.commitlog_max_offset,
@@ -212,8 +213,9 @@ def find_message(b: BrokerContext, msg_id: str, topic: str | None = None) -> Mes
 
 # -- groups -----------------------------------------------------------------------------------------
 def group_names(b: BrokerContext) -> list[str]:
+    """The consumer groups of users: RocketMQ's own (tools, CID_RMQ_SYS_*) left out."""
     names = set(b.subscription_group_manager.table) | set(b.consumer_manager.groups)
-    return sorted(g for g in names if not g.startswith("CID_RMQ_SYS_"))
+    return sorted(g for g in names if not g.startswith("CID_RMQ_SYS_") and g not in TOOL_GROUPS)
 
 
 def group_state(b: BrokerContext, group: str) -> tuple[str, bool]:

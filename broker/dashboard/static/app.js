@@ -12,7 +12,8 @@ let broker = "";     // "" = the first broker
 function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
-const fmtNum = n => (n === null || n === undefined) ? "" : Number(n).toLocaleString("en-US");
+const numberFormat = new Intl.NumberFormat("en-US");  // one formatter: toLocaleString makes one per call
+const fmtNum = n => (n === null || n === undefined || n === "") ? "" : numberFormat.format(Number(n));
 const fmtTime = ms => ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "never";
 
 function notice(text, kind = "error") {
@@ -43,6 +44,28 @@ function table(id, columns, rows, total) {
   const foot = total ? `<tr class="total">${columns.map(c => cell(c, total)).join("")}</tr>` : "";
   return `<table data-testid="${id}"><thead><tr>${head}</tr></thead><tbody>${body}${foot}</tbody></table>`;
 }
+
+// Long lists (1,000 topics) show their first PAGE rows matching the filter box: a page paints fast, and the
+// filter finds the rest. "show all" lifts the limit for the current page.
+const PAGE = 100;
+let showAll = false;
+
+function limited(rows, key) {
+  const filter = ($("#filter")?.value || "").trim().toLowerCase();
+  const matching = filter ? rows.filter(r => String(r[key]).toLowerCase().includes(filter)) : rows;
+  const shown = showAll ? matching : matching.slice(0, PAGE);
+  const more = matching.length - shown.length;
+  const note = `<p class="muted" data-testid="shown">${shown.length} of ${matching.length}` +
+    (filter ? ` matching "${esc(filter)}"` : "") + (more ? ` · <a href="#" id="show-all">show all</a>` : "") + `</p>`;
+  return [shown, note];
+}
+
+function bindShowAll() {
+  const a = $("#show-all");
+  if (a) a.onclick = ev => { ev.preventDefault(); showAll = true; current.refresh(); };
+}
+
+const filterBox = what => `<label>filter <input id="filter" placeholder="${esc(what)} name contains"></label>`;
 
 function formData(form) {
   const out = {};
@@ -93,7 +116,9 @@ pages.topics = async () => {
   page.innerHTML = `<h2>Topics</h2>
     <form id="create-topic" class="action"><label>topic <input name="topic" required></label>
       <label>queues <input name="queues" value="4" size="4"></label><button>Create</button></form>
+    ${filterBox("topic")}
     <label><input type="checkbox" id="system"> show system, retry and DLQ topics</label><div id="data"></div>`;
+  $("#filter").addEventListener("input", () => current.refresh());
   bindForm("#create-topic", async d => {
     const r = await api("/api/topics", d);
     notice(`topic ${r.created} created with ${r.queues} queues`, "ok");
@@ -101,12 +126,13 @@ pages.topics = async () => {
   });
   $("#system").addEventListener("change", () => current.refresh());
   return async () => {
-    const rows = await api("/api/topics" + ($("#system").checked ? "?system=true" : ""));
-    $("#data").innerHTML = table("topics", [
+    const [rows, note] = limited(await api("/api/topics" + ($("#system").checked ? "?system=true" : "")), "topic");
+    $("#data").innerHTML = note + table("topics", [
       {title: "topic", key: "topic", render: r => `<a href="#/topic/${encodeURIComponent(r.topic)}">${esc(r.topic)}</a>`},
       {title: "queues", key: "readQueues", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}, {title: "kind", key: "kind"},
       {title: "", render: r => `<button class="danger action" data-delete="${esc(r.topic)}">Delete</button>`}], rows);
+    bindShowAll();
     for (const btn of page.querySelectorAll("[data-delete]")) {
       btn.onclick = async () => {
         if (!confirm(`Delete topic ${btn.dataset.delete} and its messages' queues?`)) return;
@@ -197,14 +223,16 @@ pages.message = async (id, params) => {
 };
 
 pages.groups = async () => {
-  page.innerHTML = `<h2>Consumer groups</h2><div id="data"></div>`;
+  page.innerHTML = `<h2>Consumer groups</h2>${filterBox("group")}<div id="data"></div>`;
+  $("#filter").addEventListener("input", () => current.refresh());
   return async () => {
-    const rows = await api("/api/groups");
-    $("#data").innerHTML = table("groups", [
+    const [rows, note] = limited(await api("/api/groups"), "group");
+    $("#data").innerHTML = note + table("groups", [
       {title: "group", key: "group", render: r => `<a href="#/group/${encodeURIComponent(r.group)}">${esc(r.group)}</a>`},
       {title: "state", key: "state"}, {title: "clients", key: "clients", num: 1},
       {title: "topics", render: r => esc(r.topics.join(", "))}, {title: "messages behind", key: "diff", num: 1},
       {title: "popped, not acked", key: "inflight", num: 1}], rows);
+    bindShowAll();
   };
 };
 
@@ -317,6 +345,7 @@ async function route() {
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.nav === key);
   const render = pages[key] || pages.overview;
   current = null;
+  showAll = false;
   try {
     const refresh = await render(decodeURIComponent(rest.join("/")), params);
     current = refresh ? {refresh} : null;

@@ -1,0 +1,113 @@
+"""What the dashboard costs the broker, and how fast its pages show a big broker.
+
+    .venv/bin/python -m benchmarks.dashboard_bench            # 100,000 sends per round, 3 rounds per case
+    .venv/bin/python -m benchmarks.dashboard_bench --quick    # 20,000, 1 round
+
+* send throughput (SEND_MESSAGE_V2, 100 B, 64 in flight on one connection: broker_bench's driver, which saturates
+  the broker) with no page open and with a topic's page
+  open in chromium, refreshing every second; the cases alternate (A B B A ...), medians compared (target ≥ 0.95×);
+* each page's first paint with 1,000 topics and 1,000 groups: from navigation start to its data table in the
+  page (`performance.now()` when the table appears), in Debian's chromium (testing/browser.py); target ≤ 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+
+async def send_rate(broker_addr: str, topic: str, n: int) -> float:
+    """SEND_MESSAGE_V2 of 100 B pipelined on one connection, 64 in flight (broker_bench's driver: the broker, not
+    a client, is the limit)."""
+    from benchmarks.broker_bench import drive, send_frames
+    elapsed, ok, failed = await drive(int(broker_addr.rsplit(":", 1)[1]), send_frames(topic, 100), n)
+    if failed:
+        raise RuntimeError(f"{failed} sends failed")
+    return ok / elapsed
+
+
+async def populate(namesrv: str, topics: int, groups: int) -> None:
+    from rocketmq_emulator.client import Admin
+    async with Admin(namesrv) as admin:
+        for i in range(topics):
+            await admin.create_topic(f"bench-topic-{i:04d}", 4, 4)
+        for i in range(groups):
+            await admin.update_subscription_group(f"bench-group-{i:04d}")
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    """A coroutine run to its end on a thread of its own (Playwright's sync API holds this thread's loop)."""
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def first_paint(page, url: str, route: str, selector: str) -> float:  # noqa: ANN001
+    page.goto("about:blank")
+    page.goto(url + route)
+    page.wait_for_selector(selector, timeout=30_000)
+    return float(page.evaluate("performance.now()"))
+
+
+def main() -> None:
+    from rocketmq_emulator.testing.browser import browser_page
+    from rocketmq_emulator.testing.emulator_process import launch_emulator
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    n, rounds = (20000, 1) if args.quick else (100000, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = launch_emulator(Path(tmp), "--topic", "Bench:4", dashboard=True)
+        try:
+            url = broker.dashboard_url
+            assert url is not None
+            ns, addr = broker.namesrv_addr, broker.broker_addr
+            run(send_rate(addr, "Bench", 5000))  # warm-up
+            from benchmarks.grpc_bench import cpu_s
+            closed, open_ = [], []
+            cpu: dict[bool, list[float]] = {False: [], True: []}
+            with browser_page() as page:
+                for i in range(2 * rounds):  # A B B A A B ...: the order's own effect cancels out
+                    with_page = i % 4 in (1, 2)
+                    if with_page:
+                        page.goto(url + "#/topic/Bench")
+                        page.wait_for_selector('[data-testid="queues"]')
+                    else:
+                        page.goto("about:blank")
+                    before = cpu_s(broker.pid)
+                    (open_ if with_page else closed).append(run(send_rate(addr, "Bench", n)))
+                    cpu[with_page].append((cpu_s(broker.pid) - before) / n * 1e6)
+                closed_m, open_m = statistics.median(closed), statistics.median(open_)
+                print(f"send 100 B, 64 in flight: no page {closed_m:,.0f} msg/s, topic page open and refreshing "
+                      f"{open_m:,.0f} msg/s = {open_m / closed_m:.2f}x (rounds: {[round(x) for x in closed]} / "
+                      f"{[round(x) for x in open_]})")
+                without, with_ = statistics.median(cpu[False]), statistics.median(cpu[True])
+                print(f"broker CPU per message: no page {without:.1f} us, page open {with_:.1f} us = "
+                      f"{with_ / without:.2f}x (the browser's own CPU competes for this machine's 2 cores in the "
+                      "throughput figure)")
+                run(populate(ns, 1000, 1000))
+                pages = {"overview": ("#/", '[data-testid="brokers"]'),
+                         "topics": ("#/topics", '[data-testid="topics"]'),
+                         "topic": ("#/topic/bench-topic-0500", '[data-testid="queues"]'),
+                         "messages": ("#/messages?topic=Bench&count=50", '[data-testid="messages"]'),
+                         "groups": ("#/groups", '[data-testid="groups"]'),
+                         "group": ("#/group/bench-group-0500", '[data-testid="progress"]')}
+                for name, (route, selector) in pages.items():
+                    times = [first_paint(page, url, route, selector) for _ in range(3)]
+                    print(f"first paint, 1,000 topics and 1,000 groups, {name:9}: {statistics.median(times):.0f} ms "
+                          f"(runs {[round(t) for t in times]})")
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()
