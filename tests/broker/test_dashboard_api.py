@@ -83,14 +83,18 @@ async def test_the_offset_history_shows_a_reset_and_what_came_after_it(dash):
             mq = MessageQueue("T", "broker-a", q)
             r = await c.pull(mq, 0)
             await c.commit(mq, r.next_begin_offset)
+    offsets = emu.broker.consumer_offset_manager
+    committed = {q: offsets.query_offset("G", "T", q) for q in (0, 1)}
+    moved = [q for q, o in committed.items() if o > 0]  # the sends picked their queues at random
     status, preview = await post(http, "/api/groups/G/reset/preview", {"topic": "T", "mode": "earliest"})
     assert status == 200 and {t["to"] for t in preview["targets"]} == {0}
-    assert emu.broker.consumer_offset_manager.query_offset("G", "T", 0) > 0  # a preview changes nothing
+    assert {q: offsets.query_offset("G", "T", q) for q in (0, 1)} == committed  # a preview changes nothing
     status, _ = await post(http, "/api/groups/G/reset", {"topic": "T", "mode": "earliest"})
     assert status == 200
     status, history = await get(http, "/api/groups/G/history?topic=T")
     kinds = [e["kind"] for e in history]
-    assert kinds[:2] == ["reset", "reset"] and "commit" in kinds[2:], history  # newest first
+    assert kinds[:len(moved)] == ["reset"] * len(moved) and "commit" in kinds[len(moved):], history  # newest first
+    assert {e["queue_id"] for e in history[:len(moved)]} == set(moved)
     assert (await get(http, "/api/groups/G/history?queue=x"))[0] == 400
 
 
