@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rocketmq_emulator.store.results import PutMessageResult
 
     from .broadcast_offset import BroadcastOffsetManager
+    from .clock import BrokerClock
     from .client_manager import ConsumerManager, ProducerManager
     from .config import BrokerConfig
     from .consumer_offset import ConsumerOffsetManager
@@ -68,6 +69,7 @@ class BrokerState(Protocol):
     lock_manager: RebalanceLockManager
     pull_hold_service: PullRequestHoldService
     stats: BrokerStatsManager
+    clock: BrokerClock  # now, as fast-forwarded by tests
     consumer_filter_manager: ConsumerFilterManager
 
     @property

@@ -19,8 +19,10 @@ from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, Top
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
+from rocketmq_emulator.store.retention import newest_write_ms
 
 from .client_manager import ConsumerManager, ProducerManager
+from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, OffsetDurability, ip_of
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
@@ -69,8 +71,11 @@ class BrokerController:
     name server's address, reported by getBrokerConfig."""
 
     def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None, *, host: str = "127.0.0.1",
-                 vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "") -> None:
+                 vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "",
+                 clock: BrokerClock | None = None) -> None:
         self.routes = routes
+        #: now, for every broker-side timer (the Emulator's brokers share one; tests advance it)
+        self.clock = clock or BrokerClock()
         root = Path(config.store.store_path_root_dir)
         config_dir = root / "config"
         #: getBrokerConfig / updateBrokerConfig, and the holder of the current config (`self.config`); first: a
@@ -95,7 +100,8 @@ class BrokerController:
         self.schedule_service = ScheduleMessageService(self, config_dir)
         self.timer_service = TimerMessageService(self)  # 5.x delivery times
         self.broadcast_offsets = BroadcastOffsetManager(
-            self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second)
+            self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second,
+            clock=self.clock.monotonic)
         self.broker2client = Broker2Client(self)
         self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
@@ -318,7 +324,39 @@ class BrokerController:
             conn.close()
 
     def _clean_files(self) -> None:
-        self.store.clean_expired_files(int(time.time() * 1000))
+        self.store.clean_expired_files(self.clock.now_ms())
+
+    # -- fast-forward ---------------------------------------------------------------------------------
+    def run_due_work(self) -> dict[str, int]:
+        """After the clock moved: everything now due happens at once. Delayed and timed messages are delivered
+        in due order (the delay levels and the timer merged), POP messages past their invisible time revive,
+        transaction check-backs run, broadcasting clients expire, held pulls past their suspend time are
+        answered, and commitlog files older than fileReservedTime (by the clock) are deleted."""
+        done = {"delivered": 0, "revived": 0, "pullsAnswered": 0, "filesDeleted": 0}
+        now = self.clock.now_ms()
+        while True:
+            level = self.schedule_service.next_due()
+            timed = self.timer_service.next_due()
+            if level is not None and level[0] <= now and (timed is None or level[0] <= timed):
+                if not self.schedule_service.deliver_next(level[1]):
+                    break
+            elif timed is not None and timed <= now:
+                if self.timer_service.deliver_due(now_ms=timed) == 1.0:  # a put failed: try again later
+                    break
+            else:
+                break
+            done["delivered"] += 1
+        self.schedule_service.wake_all()
+        self.timer_service.wake()
+        done["revived"] = self.pop_service.revive(now)
+        self.transaction_check.check()
+        self.broadcast_offsets.scan()
+        done["pullsAnswered"] = self.pull_hold_service.expire_until(time.monotonic() + self.clock.offset_ms / 1000)
+        reserved_ms = self.config.store.file_reserved_time * 3600 * 1000
+        older_than = self.clock.real_at(now - reserved_ms)  # file times are real times
+        newest = newest_write_ms(self.store.commitlog)
+        done["filesDeleted"] = self.store.expire_files_now(older_than_ms=older_than, roll=0 < newest < older_than)
+        return done
 
     def _register_periodically(self) -> None:
         self.register_with_namesrv()

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
-from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
+from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
+                                                          BrokerLifecycleRequestHeader, EmulatorRequestCode)
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
+from .clock import BrokerClock
 from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig
 from .settings import rooted_at
 from .controller import BrokerController
@@ -57,6 +59,8 @@ class Emulator:
             self.store_root = tempfile.mkdtemp(prefix="rocketmq-emulator-")
             configs = rooted_at(config, self.store_root)
         self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
+        #: the brokers' one clock (fast-forward: `advance_time`)
+        self.clock = BrokerClock()
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
@@ -64,6 +68,7 @@ class Emulator:
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
         self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
         self.namesrv.table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
+        self.namesrv.table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
         if self.tracer is not None:
@@ -72,7 +77,7 @@ class Emulator:
 
     def _broker(self, config: BrokerConfig, vip_channel: bool = True) -> BrokerController:
         return BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
-                                namesrv_addr=lambda: self.namesrv_addr)
+                                namesrv_addr=lambda: self.namesrv_addr, clock=self.clock)
 
     def servers(self) -> list[RemotingServer]:
         """Every listening port: the name server's, then each broker's (and its VIP port)."""
@@ -205,6 +210,30 @@ class Emulator:
         self.brokers[self.brokers.index(old)] = broker
         self.stopped.discard(name)
         log.info("%s started again on %s", name, broker.broker_addr)
+
+    def advance_time(self, seconds: float) -> dict[str, int]:
+        """Fast-forward: every broker-side timer behaves as if `seconds` more had passed, at once and in order of
+        due time (BrokerController.run_due_work). Stored timestamps stay real. Returns what happened."""
+        if not 0 <= seconds <= 10 * 365 * 24 * 3600:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"advance by 0 to 10 years of seconds, not {seconds}")
+        self.clock.advance(seconds)
+        total = {"offsetMillis": self.clock.offset_ms, "delivered": 0, "revived": 0, "pullsAnswered": 0,
+                 "filesDeleted": 0}
+        for b in self.brokers:
+            if b.config.broker_name not in self.stopped:
+                for key, n in b.run_due_work().items():
+                    total[key] += n
+        log.info("clock advanced by %g s (now %g s ahead): %d delayed message(s) delivered, %d POP message(s) "
+                 "revived, %d held pull(s) answered, %d file(s) expired", seconds, self.clock.offset_ms / 1000,
+                 total["delivered"], total["revived"], total["pullsAnswered"], total["filesDeleted"])
+        return total
+
+    async def _advance_time_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = AdvanceTimeRequestHeader.from_ext(req.ext_fields)
+        done = self.advance_time(h.millis / 1000)
+        return RemotingCommand.response_to(req, ext_fields=AdvanceTimeResponseHeader(
+            offset_millis=done["offsetMillis"], delivered=done["delivered"], revived=done["revived"],
+            pulls_answered=done["pullsAnswered"], files_deleted=done["filesDeleted"]).to_ext())
 
     async def _stop_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)

@@ -122,6 +122,14 @@ class PullRequestHoldService:
             else:
                 del self.table[key]
 
+    def expire_until(self, deadline: float) -> int:
+        """Answer the held pulls whose suspend time ends by `deadline` (time.monotonic() scale; the clock was
+        advanced); how many."""
+        due = [pr for held in self.table.values() for pr in held if pr.deadline <= deadline and not pr.done]
+        for pr in due:
+            self._expire(pr)
+        return len(due)
+
     def wake_all(self) -> None:
         """Answer every held pull now (shutdown)."""
         for held in list(self.table.values()):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,7 +74,7 @@ class ScheduleMessageService:
         props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
         props[PROPERTY_REAL_TOPIC] = topic
         props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
-        return SCHEDULE_TOPIC, level - 1, int(time.time() * 1000) + self.delays[level - 1]
+        return SCHEDULE_TOPIC, level - 1, self.broker.clock.now_ms() + self.delays[level - 1]
 
     def message_parked(self, level_queue_id: int) -> None:
         event = self._wakeups.get(level_queue_id + 1)
@@ -127,8 +126,8 @@ class ScheduleMessageService:
                 return 60.0
             for record, queue_offset in zip(result.messages, result.queue_offsets):
                 msg = MessageExt.decode(record)
-                due = msg.store_timestamp + delay
-                now = int(time.time() * 1000)
+                due = self.broker.clock.at(msg.store_timestamp) + delay
+                now = self.broker.clock.now_ms()
                 if due > now:
                     self.offsets[level] = queue_offset
                     return (due - now) / 1000
@@ -137,6 +136,40 @@ class ScheduleMessageService:
                     return 1.0
                 offset = queue_offset + 1
                 self.offsets[level] = offset
+
+    def next_due(self) -> tuple[int, int] | None:
+        """(due time in ms, level) of the earliest parked message at the head of a level (fast-forward merges
+        the levels and the timer in due order)."""
+        store = self.broker.store
+        best: tuple[int, int] | None = None
+        for level in range(1, self.max_level + 1):
+            queue_id = level - 1
+            offset = max(self.offsets.get(level, 0), store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id))
+            result = store.get_message(SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, queue_id, offset, 1, None)
+            if result is None or result.status is not GetMessageStatus.FOUND:
+                continue
+            due = self.broker.clock.at(MessageExt.decode(result.messages[0]).store_timestamp) + self.delays[level - 1]
+            if best is None or due < best[0]:
+                best = (due, level)
+        return best
+
+    def deliver_next(self, level: int) -> bool:
+        """Put the head message of `level` into its topic now (whatever its due time); False when it could not."""
+        store = self.broker.store
+        queue_id = level - 1
+        offset = max(self.offsets.get(level, 0), store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id))
+        result = store.get_message(SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, queue_id, offset, 1, None)
+        if result is None or result.status is not GetMessageStatus.FOUND:
+            return False
+        if not self._redeliver(MessageExt.decode(result.messages[0])):
+            return False
+        self.offsets[level] = result.queue_offsets[0] + 1
+        return True
+
+    def wake_all(self) -> None:
+        """Every level looks again at what is due (the clock moved)."""
+        for event in self._wakeups.values():
+            event.set()
 
     def _redeliver(self, msg: MessageExt) -> bool:
         props = dict(msg.properties)

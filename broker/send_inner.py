@@ -16,7 +16,6 @@ together) at most maxMessageSize.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, ProtocolError, ResponseCode
@@ -144,7 +143,7 @@ class InnerMessageBuilder:
             props[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
             if level > 0:
                 topic, queue_id, tags_code = self.broker.schedule_service.park(topic, queue_id, props, level)
-            elif deliver_ms > time.time() * 1000:  # a delivery time (5.x timer message) still ahead
+            elif deliver_ms > self.broker.clock.now_ms():  # a delivery time (5.x timer message) still ahead
                 topic, queue_id, tags_code = self.broker.timer_service.park(topic, queue_id, props, deliver_ms)
             raw = encode_properties(props).encode()
         else:  # fast path: edit the client's string instead of re-encoding it (drop WAIT, add CLUSTER)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol.message import (PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
@@ -98,11 +97,17 @@ class TimerMessageService:
             except TimeoutError:
                 pass
 
+    def next_due(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
     def deliver_due(self, now_ms: int | None = None) -> float:
         """Put every due message into its real topic; seconds until the next is due."""
         heap = self._heap
         while heap:
-            now = int(time.time() * 1000) if now_ms is None else now_ms
+            now = self.broker.clock.now_ms() if now_ms is None else now_ms
             due, offset = heap[0]
             if due > now:
                 return min(60.0, (due - now) / 1000)

@@ -47,7 +47,7 @@ class TransactionalMessageCheckService:
         """One round over every half queue."""
         b = self.broker
         queues = b.store.topics_and_queues().get(TRANS_HALF_TOPIC, [])
-        started = time.time_ns() // 1_000_000
+        started = b.clock.now_ms()
         for queue_id in queues:
             self._check_queue(queue_id, started)
 
@@ -107,9 +107,9 @@ class TransactionalMessageCheckService:
                 self._discard(msg)
                 i += 1
                 continue
-            if msg.store_timestamp >= started:  # put during this round: the next one looks at it
+            if b.clock.at(msg.store_timestamp) >= started:  # put during this round: the next one looks at it
                 break
-            age = started - msg.born_timestamp
+            age = started - b.clock.at(msg.born_timestamp)
             immunity = cfg.transaction_time_out
             immunity_s = props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if immunity_s:

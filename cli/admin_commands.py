@@ -243,6 +243,13 @@ async def stop_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     return {"broker": a.broker_name, "state": "stopped", "routeDelaySeconds": a.route_delay}, remark
 
 
+async def advance_time(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    done = await admin.advance_time(a.seconds)
+    return done, (f"clock advanced by {a.seconds:g} s (now {done['offsetMillis'] / 1000:g} s ahead): "
+                  f"{done['delivered']} delayed message(s) delivered, {done['revived']} POP message(s) revived, "
+                  f"{done['pullsAnswered']} held pull(s) answered, {done['filesDeleted']} file(s) expired")
+
+
 async def start_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     remark = await admin.start_broker(a.broker_name)
     return {"broker": a.broker_name, "state": "running"}, remark
@@ -359,6 +366,10 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(default 0: drop them at once)")
     p = cmd("startBroker", start_broker, "bring a broker taken away with stopBroker back (emulator only)")
     p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+    p = cmd("advanceTime", advance_time, "fast-forward the broker clock: what is due within SECONDS happens now "
+                                         "(delays, retries, invisible times, check-backs, retention; emulator only)")
+    p.add_argument("-s", "--seconds", dest="seconds", required=True, type=float_range(0, 10 * 365 * 24 * 3600),
+                   metavar="SECONDS", help="how much time passes, e.g. 7200")
     p = cmd("expireNow", expire_now, "retention on demand: every message stored so far expires (emulator only)")
     p.add_argument("-t", "--topic", help="only the brokers of this topic, and show its queues' min/max")
     p = cmd("queryMsgById", query_msg_by_id, "a message by its offset id (or unique id with -t)")

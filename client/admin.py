@@ -16,7 +16,8 @@ from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrap
                                                      TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
-from rocketmq_emulator.protocol.emulator_requests import (BrokerLifecycleRequestHeader, DropConnectionsResponseHeader,
+from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
+                                                          BrokerLifecycleRequestHeader, DropConnectionsResponseHeader,
                                                           EmulatorRequestCode, ExpireFilesNowRequestHeader,
                                                           ExpireFilesNowResponseHeader)
 from rocketmq_emulator.protocol.errors import ProtocolError
@@ -433,6 +434,18 @@ class Admin(InstanceUser):
         response = await self._namesrv(EmulatorRequestCode.STOP_BROKER, ext, operation=f"stop broker {broker_name}")
         self.instance.routes.clear()
         return response.remark or f"{broker_name} stopped"
+
+    async def advance_time(self, seconds: float) -> dict[str, int]:
+        """Fast-forward the emulator's broker clock by `seconds`: what is due by then happens now (delayed
+        messages and retries, POP invisible times, transaction check-backs, retention, held pulls). Emulator only.
+        Returns how far ahead the clock is and what happened."""
+        if seconds < 0:
+            raise InvalidArgumentError(f"time only moves forward: cannot advance by {seconds} s")
+        ext = AdvanceTimeRequestHeader(millis=int(round(seconds * 1000))).to_ext()
+        response = await self._namesrv(EmulatorRequestCode.ADVANCE_TIME, ext, operation=f"advance time by {seconds} s")
+        h = AdvanceTimeResponseHeader.from_ext(response.ext_fields)
+        return {"offsetMillis": h.offset_millis, "delivered": h.delivered, "revived": h.revived,
+                "pullsAnswered": h.pulls_answered, "filesDeleted": h.files_deleted}
 
     async def start_broker(self, broker_name: str) -> str:
         """Bring a broker taken away with `stop_broker` back (same store and ports)."""

@@ -76,12 +76,15 @@ async def test_remapped_ports_cpp_client_topics_health_and_stop(container, tmp_p
     assert "stopped in" in podman.logs(name)
 
 
-async def test_the_grpc_endpoint_serves_5x_clients_through_a_remapped_port(container, tmp_path):
+async def test_the_grpc_endpoint_and_the_dashboard_through_remapped_ports(container, tmp_path):
     """8081 in the image, published on another port: routes name the address the client used, so the 5.x
-    client's data-plane calls reach the container through the remapped port."""
+    client's data-plane calls reach the container through the remapped port. The dashboard on 8080."""
+    import json
+    import urllib.request
     from integration_tests.py5_client import run_py5
-    ns_port, broker_port, grpc_port = free_port(), free_port(), free_port()
-    container(*remapped(ns_port, broker_port), "-p", f"{grpc_port}:8081", "-e", "ROCKETMQ_EMULATOR_TOPICS=orders:4")
+    ns_port, broker_port, grpc_port, dash_port = free_port(), free_port(), free_port(), free_port()
+    container(*remapped(ns_port, broker_port), "-p", f"{grpc_port}:8081", "-p", f"{dash_port}:8080",
+              "-e", "ROCKETMQ_EMULATOR_TOPICS=orders:4")
     endpoint = f"127.0.0.1:{grpc_port}"
     sent = await asyncio.to_thread(run_py5, ["produce", "--endpoint", endpoint, "--topic", "orders", "--count", "3"],
                                    home=tmp_path / "p")
@@ -89,6 +92,14 @@ async def test_the_grpc_endpoint_serves_5x_clients_through_a_remapped_port(conta
     got = await asyncio.to_thread(run_py5, ["simple", "--endpoint", endpoint, "--topic", "orders", "--group", "g5",
                                             "--expect", "3"], home=tmp_path / "c")
     assert sorted(e["body"] for e in got.of("received")) == ["m0", "m1", "m2"], got.describe()
+
+    def dashboard(path: str) -> object:
+        with urllib.request.urlopen(f"http://127.0.0.1:{dash_port}{path}", timeout=10) as resp:
+            return json.loads(resp.read())
+    topics = await asyncio.to_thread(dashboard, "/api/topics")
+    assert [(t["topic"], t["messages"]) for t in topics] == [("orders", 3)]
+    page = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{dash_port}/", timeout=10).read())
+    assert b"rocketmq-emulator dashboard" in page
 
 
 async def test_volume_backed_store_survives_a_new_container(container):

@@ -212,3 +212,12 @@ async def test_endpoint(rocketmq_broker, rocketmq_topic):
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-grpc").assert_outcomes(passed=1)
     project(pytester, test_grpc="def test_none(rocketmq_broker):\n    assert rocketmq_broker.grpc_endpoint is None\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_readme_fast_forward_example_passes(pytester):
+    """README "Testing time-based behaviour": the retries to the DLQ and a 2-hour delay, in seconds."""
+    text = README.read_text()
+    block = text.split("<!-- fast-forward-example:start -->", 1)[1].split("<!-- fast-forward-example:end -->", 1)[0]
+    project(pytester, test_time=block.split("```python\n", 1)[1].rsplit("```", 1)[0])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)

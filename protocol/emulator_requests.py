@@ -35,6 +35,7 @@ class EmulatorRequestCode(IntEnum):
     DROP_CONNECTIONS = 990002
     STOP_BROKER = 990003
     START_BROKER = 990004
+    ADVANCE_TIME = 990005
 
 
 class ExpireFilesNowRequestHeader(CommandHeader, kw_only=True):
@@ -47,6 +48,21 @@ class ExpireFilesNowResponseHeader(CommandHeader, kw_only=True):
 
 class DropConnectionsResponseHeader(CommandHeader, kw_only=True):
     dropped_connections: int
+
+
+class AdvanceTimeRequestHeader(CommandHeader, kw_only=True):
+    """ADVANCE_TIME: every broker-side timer behaves as if `millis` more had passed (README "Testing time-based
+    behaviour"); the answer's remark says what happened."""
+
+    millis: int
+
+
+class AdvanceTimeResponseHeader(CommandHeader, kw_only=True):
+    offset_millis: int
+    delivered: int = 0
+    revived: int = 0
+    pulls_answered: int = 0
+    files_deleted: int = 0
 
 
 class BrokerLifecycleRequestHeader(CommandHeader, kw_only=True):

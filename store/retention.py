@@ -115,6 +115,12 @@ def last_write_time(commitlog: CommitLog, idx: int) -> int:
     return files[idx].last_modified_ms()
 
 
+def newest_write_ms(commitlog: CommitLog) -> int:
+    """When the commitlog was last written (its active segment's mtime); 0 when it holds nothing."""
+    files = commitlog.queue.files
+    return files[-1].last_modified_ms() if files and commitlog.max_offset > 0 else 0
+
+
 def expire_files_now(store: CleanedStore, older_than_ms: int | None = None, count: int | None = None) -> int:
     files = store.commitlog.queue.files
     n = 0

@@ -80,6 +80,12 @@ class RocketMQBroker:
         self._refuse_shared("drop_connections", "close the connections of every client of it")
         return sum(self._emulator_only(lambda admin: admin.drop_connections(), "drop_connections").values())
 
+    def advance(self, seconds: float) -> dict[str, int]:
+        """Fast-forward the broker clock: everything due within `seconds` happens now (delayed messages and
+        retries, POP invisible times, transaction check-backs, retention). Emulator only."""
+        self._refuse_shared("advance", "move the clock of a broker others may share")
+        return self._emulator_only(lambda admin: admin.advance_time(seconds), "advance")
+
     def stop_broker(self, broker_name: str, route_delay: float = 0.0) -> None:
         """Take one broker away (`--rocketmq-brokers N`): a clean stop; the name server drops its routes at once
         or `route_delay` seconds later. Clients rebalance onto the other brokers."""

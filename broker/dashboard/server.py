@@ -42,6 +42,8 @@ class EmulatorView(Protocol):
     @property
     def grpc_port(self) -> int | None: ...
 
+    def advance_time(self, seconds: float) -> dict[str, int]: ...
+
 log = logging.getLogger("rocketmq_emulator.dashboard")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 STATIC = Path(str(resources.files(__package__).joinpath("static")))
@@ -105,6 +107,8 @@ class DashboardServer:
         post("/api/resend", self.action(lambda b, body, r: actions.resend(b, body)))
         post("/api/controls/expire", self.action(lambda b, body, r: actions.expire_now(b)))
         post("/api/controls/drop-connections", self.action(lambda b, body, r: actions.drop_connections(b)))
+        post("/api/controls/advance", self.action(lambda b, body, r: self.emulator.advance_time(
+            views.number(body.get("seconds"), "seconds"))))
         app.router.add_static("/static", STATIC)
         return app
 

@@ -280,7 +280,16 @@ def group_detail(b: BrokerContext, group: str) -> dict[str, Any]:
 
 def history(b: BrokerContext, group: str, topic: str | None = None, queue_id: int | None = None
             ) -> list[dict[str, Any]]:
-    return [e._asdict() for e in reversed(b.consumer_offset_manager.history.of(group, topic, queue_id))]
+    """Newest first; a commit's address is shown with the client id of the connection when it is still online."""
+    gi = b.consumer_manager.get(group)
+    ids = {info.connection.peer: info.client_id for info in gi.channels.values()} if gi is not None else {}
+    out = []
+    for e in reversed(b.consumer_offset_manager.history.of(group, topic, queue_id)):
+        d = e._asdict()
+        if e.by in ids:
+            d["by"] = f"{ids[e.by]} ({e.by})"
+        out.append(d)
+    return out
 
 
 # -- where is a message for a group ---------------------------------------------------------------

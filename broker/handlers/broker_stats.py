@@ -129,6 +129,8 @@ def runtime_info(b: BrokerContext) -> dict[str, str]:
     info = {
         # StoreStatsService
         "bootTimestamp": str(st.boot_ms),
+        # the emulator's fast-forward: how far the broker clock is ahead of real time
+        "clockOffsetMillis": str(b.clock.offset_ms),
         "runtime": _runtime(int(time.time() * 1000) - st.boot_ms),
         "putMessageEntireTimeMax": str(st.put_max_ms),
         "putMessageTimesTotal": str(times),

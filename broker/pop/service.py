@@ -76,10 +76,6 @@ class PopResult:
     rest_num: int = 0
 
 
-def _now() -> int:
-    return int(time.time() * 1000)
-
-
 class PopService:
     def __init__(self, broker: BrokerState, config_dir: Path, *, fsync: bool = False) -> None:
         self.broker = broker
@@ -141,7 +137,7 @@ class PopService:
                         if not waiters:
                             del self.waiting[t]
             if not self.store_open:
-                return PopResult(_now(), req.invisible_ms)
+                return PopResult(self.broker.clock.now_ms(), req.invisible_ms)
 
     @property
     def store_open(self) -> bool:
@@ -176,7 +172,7 @@ class PopService:
 
     def pop_once(self, req: PopRequest) -> PopResult:
         b = self.broker
-        now = _now()
+        now = self.broker.clock.now_ms()
         result = PopResult(now, req.invisible_ms)
         tc = b.topic_config_manager.get(req.topic)
         if tc is None:
@@ -379,7 +375,7 @@ class PopService:
         if ck is None or handle.offset in ck.acked:
             raise BrokerError(ResponseCode.NO_MESSAGE, "the receipt handle is not in flight (acked, expired and "
                                                        "revived, or superseded)")
-        now = _now()
+        now = self.broker.clock.now_ms()
         new = PopCheckpoint(self._new_id(), group, ck.topic, ck.queue_id, [handle.offset], now, invisible_ms,
                             order=ck.order, end_offset=ck.end_offset,
                             attempts={handle.offset: ck.attempts.get(handle.offset, 1)})
@@ -405,7 +401,7 @@ class PopService:
     # -- revive -------------------------------------------------------------------------------------
     def revive(self, now: int | None = None) -> int:
         """Un-acked messages past their invisible time go to the pop retry topic (or the DLQ); how many."""
-        now = _now() if now is None else now
+        now = self.broker.clock.now_ms() if now is None else now
         moved = 0
         for ck in [ck for ck in self.checkpoints.values() if ck.deadline <= now and not ck.order]:
             kept = []

@@ -115,3 +115,6 @@ async def test_controls_trace_and_bad_input(dash):
     async with http.post("/api/send", data="topic=T") as r:
         assert r.status == 415
     assert (await get(http, "/api/overview"))[1]["brokers"][0]["name"] == "broker-a"
+    status, advanced = await post(http, "/api/controls/advance", {"seconds": "3600"})
+    assert status == 200 and advanced["offsetMillis"] == 3_600_000 and emu.clock.offset_ms == 3_600_000
+    assert (await post(http, "/api/controls/advance", {"seconds": "-1"}))[0] == 400

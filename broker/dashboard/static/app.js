@@ -308,8 +308,16 @@ pages.controls = async () => {
       <code>rocketmq_broker.expire_now()</code>: every queue's min offset moves to its max.</p>
     <p class="action"><button id="drop">Drop every client connection</button> clients reconnect, as
       <code>rocketmq_broker.drop_connections()</code>.</p>
+    <form id="advance" class="action"><label>seconds <input name="seconds" value="3600" size="8"></label>
+      <button>Advance the broker clock</button> everything due by then happens now: delayed messages and retries,
+      POP invisible times, transaction check-backs, retention (as <code>admin advanceTime -s SECONDS</code>).</form>
     <p class="muted">Pause (SIGSTOP) stops this very process, so it is done from outside:
       <code>rocketmq_broker.pause()</code> in the pytest plugin, or <code>kill -STOP</code>.</p>`;
+  bindForm("#advance", async d => {
+    const r = await api("/api/controls/advance", d);
+    notice(`clock now ${r.offsetMillis / 1000} s ahead: ${r.delivered} delayed message(s) delivered, ` +
+           `${r.revived} POP message(s) revived, ${r.filesDeleted} file(s) expired`, "ok");
+  });
   $("#expire").onclick = async () => {
     try { const r = await api("/api/controls/expire", {}); notice(`expired: ${r.deletedFiles} file(s) deleted`, "ok"); }
     catch (e) { notice(e.message); }
