@@ -44,4 +44,9 @@ class BrokerClock:
         if seconds < 0:
             raise ValueError(f"time only moves forward: cannot advance by {seconds} s")
         self.offset_ms += int(round(seconds * 1000))
-        self._history.append((time.time_ns() // 1_000_000, self.offset_ms))
+        # stored times have millisecond resolution: what was stored in this millisecond was stored before the
+        # advance, so the advance counts from the next one, and nothing is stored in this one any more
+        this_ms = time.time_ns() // 1_000_000
+        self._history.append((this_ms + 1, self.offset_ms))
+        while time.time_ns() // 1_000_000 == this_ms:
+            time.sleep(0.0002)

@@ -54,14 +54,18 @@ async def test_a_two_hour_delay_arrives_right_after_advancing_two_hours_and_not_
     assert got[-1][0] - advanced < 1.0
 
 
-async def advance_until(broker, done, limit: int = 40) -> int:  # noqa: ANN001 - returns the advances made
-    """Advance two hours (the longest delay level) at a time until `done()`."""
+async def advance_until(broker, progress, target: int, limit: int = 40) -> int:  # noqa: ANN001
+    """Advance two hours (the longest delay level) at a time, each time waiting for `progress()` to move (the
+    client's next delivery), until it reaches `target`; returns the advances made."""
     for n in range(1, limit + 1):
+        seen = progress()
         await asyncio.to_thread(broker.advance, 7200)
-        for _ in range(20):
-            if done():
-                return n
+        for _ in range(400):
+            if progress() > seen:
+                break
             await asyncio.sleep(0.05)
+        if progress() >= target:
+            return n
     return limit
 
 
@@ -84,7 +88,7 @@ async def test_a_consumer_that_always_fails_reaches_the_dlq_after_16_retries_wit
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)
         assert attempts == [0]  # the first retry waits 10 s: nothing without an advance
-        await advance_until(broker, lambda: len(attempts) >= 17)
+        await advance_until(broker, lambda: len(attempts), 17)
         await asyncio.sleep(0.5)
     assert attempts == list(range(17)), attempts  # the first delivery, then 16 retries, in order
     assert time.monotonic() - t0 < 60
@@ -96,17 +100,18 @@ async def test_a_consumer_that_always_fails_reaches_the_dlq_after_16_retries_wit
 def test_the_cpp_consumer_reaches_the_dlq_too(broker, tmp_path):
     ns = broker.namesrv_addr
     asyncio.run(_send(ns, "Retries", b"poison"))
+    asyncio.run(_create(ns, "%RETRY%cpp-fails"))  # its route known from the start (the client looks every 30 s)
     consumer = start_driver(["push", "--namesrv", ns, "--topic", "Retries", "--group", "cpp-fails",
                              "--fail-first", "100", "--duration", "120"], timeout=150, home=tmp_path / "cpp")
     try:
         assert consumer.wait_for("received", timeout=60), consumer.describe()
         time.sleep(1)
         assert len(consumer.of("received")) == 1
-        for _ in range(40):
+        deadline = time.monotonic() + 150
+        while len(consumer.of("received")) < 17 and time.monotonic() < deadline:
+            seen = len(consumer.of("received"))
             broker.advance(7200)
-            time.sleep(0.3)
-            if len(consumer.of("received")) >= 17:
-                break
+            consumer.wait_for(lambda e, n=seen: len(consumer.of("received")) > n, timeout=40)  # the next retry
         time.sleep(1)
     finally:
         consumer.stop()
@@ -115,6 +120,11 @@ def test_the_cpp_consumer_reaches_the_dlq_too(broker, tmp_path):
     status = run_cli("admin", "topicStatus", "-n", ns, "-t", "%DLQ%cpp-fails", "--json")
     assert status.returncode == 0, status.stderr
     assert '"maxOffset": 1' in status.stdout
+
+
+async def _create(ns: str, topic: str) -> None:
+    async with Admin(ns) as admin:
+        await admin.create_topic(topic, 1, 1)
 
 
 async def _send(ns: str, topic: str, body: bytes) -> None:

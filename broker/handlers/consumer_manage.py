@@ -53,7 +53,10 @@ class ConsumerManageProcessor:
     def update_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         """(With write-through, broker/write_through.py holds the answer until the commit is durable.)"""
         h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
-        self.broker.consumer_offset_manager.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id,
+        gi = self.broker.consumer_manager.get(h.consumer_group)
+        # who, for the dashboard's offset history: a consumer of the group, or a tool (mqadmin, importOffsets)
+        who = conn.peer if gi is not None and conn in gi.channels else f"{conn.peer} (admin: not a consumer)"
+        self.broker.consumer_offset_manager.commit_offset(who, h.consumer_group, h.topic, h.queue_id,
                                                           h.commit_offset)
         return RemotingCommand.response_to(req)
 

@@ -96,6 +96,13 @@ async def test_the_offset_history_shows_a_reset_and_what_came_after_it(dash):
     assert kinds[:len(moved)] == ["reset"] * len(moved) and "commit" in kinds[len(moved):], history  # newest first
     assert {e["queue_id"] for e in history[:len(moved)]} == set(moved)
     assert (await get(http, "/api/groups/G/history?queue=x"))[0] == 400
+    from rocketmq_emulator.client import Admin
+    from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+    async with Admin(emu.namesrv_addr) as admin:  # an import: commits by a connection that is no consumer
+        await admin.import_offsets(ConsumerOffsetSerializeWrapper(offset_table={"T@G": {0: 1}}))
+    _, history = await get(http, "/api/groups/G/history?topic=T&queue=0")
+    # the reset above is still pending (no consumer pulled since): the import's commit is ignored, and says so
+    assert history[0]["kind"] == "ignored" and history[0]["offset"] == 1 and "admin" in history[0]["by"]
 
 
 async def test_controls_trace_and_bad_input(dash):

@@ -9,6 +9,7 @@ import types
 
 import pytest
 
+from rocketmq_emulator.broker.clock import BrokerClock
 from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.broker.schedule import ScheduleMessageService
 from rocketmq_emulator.broker.send_core import SendMessageCore
@@ -34,7 +35,7 @@ def broker(tmp_path):
     config_dir.mkdir()
     store = MessageStore(MessageStoreConfig(store_path_root_dir=str(tmp_path / "store"), store_host="10.0.0.7",
                                             store_port=10911, preallocate_mapped_file=False)).start()
-    b = types.SimpleNamespace(config=config, store=store, arrived=[])
+    b = types.SimpleNamespace(config=config, store=store, arrived=[], clock=BrokerClock())
     b.topic_config_manager = TopicConfigManager(config_dir, broker_name="broker-a", cluster_name="DefaultCluster",
                                                 auto_create_topic_enable=True, default_topic_queue_nums=4)
     b.subscription_group_manager = SubscriptionGroupManager(config_dir, auto_create=True)
