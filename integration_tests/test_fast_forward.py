@@ -59,6 +59,7 @@ async def advance_until(broker, progress, target: int, limit: int = 40) -> int: 
     client's next delivery), until it reaches `target`; returns the advances made."""
     for n in range(1, limit + 1):
         seen = progress()
+        await asyncio.sleep(0.25)  # the client's send-back of the last failure reaches the broker first
         await asyncio.to_thread(broker.advance, 7200)
         for _ in range(400):
             if progress() > seen:
@@ -110,6 +111,7 @@ def test_the_cpp_consumer_reaches_the_dlq_too(broker, tmp_path):
         deadline = time.monotonic() + 150
         while len(consumer.of("received")) < 17 and time.monotonic() < deadline:
             seen = len(consumer.of("received"))
+            time.sleep(0.25)  # the client's send-back of the last failure reaches the broker first
             broker.advance(7200)
             consumer.wait_for(lambda e, n=seen: len(consumer.of("received")) > n, timeout=40)  # the next retry
         time.sleep(1)

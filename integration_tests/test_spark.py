@@ -189,13 +189,13 @@ def test_seed_to_a_missing_topic_without_auto_creation_fails_before_spark_starts
 
 
 _PROGRESS = re.compile(r"seed Progress: ([\d,]+) / ([\d,]+) messages \(([\d.]+)%\) after ([\d.]+) s: (.+)")
-_SUMMARY = re.compile(r"wrote 400,000 messages \(40\.0 MB of bodies\) to topic Progress over 4 queue\(s\) in "
+_SUMMARY = re.compile(r"wrote 200,000 messages \(20\.0 MB of bodies\) to topic Progress over 4 queue\(s\) in "
                       r"([\d.]+) s \(Spark start-up ([\d.]+) s; write phase ([\d.]+) s: [\d,]+ msg/s, [\d.]+ MB/s\)")
 
 
 def test_the_seed_command_shows_messages_landed_every_second_and_both_times(broker):
     proc = subprocess.run([*COMMAND, "seed", "-n", broker.namesrv_addr,
-                           "-t", "Progress", "--messages", "400000", "--queues", "4", "--master", "local[2]"],
+                           "-t", "Progress", "--messages", "200000", "--queues", "4", "--master", "local[2]"],
                           cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": sys.executable}, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -203,9 +203,9 @@ def test_the_seed_command_shows_messages_landed_every_second_and_both_times(brok
     assert progress and all(progress), proc.stderr[-3000:]
     counts = [int(m.group(1).replace(",", "")) for m in progress]
     elapsed = [float(m.group(4)) for m in progress]
-    assert {m.group(2) for m in progress} == {"400,000"}
-    assert counts == sorted(counts) and counts[-1] == 400_000, counts  # never backwards, ends at the total
-    assert any(0 < c < 400_000 for c in counts), counts  # seen while the write runs
+    assert {m.group(2) for m in progress} == {"200,000"}
+    assert counts == sorted(counts) and counts[-1] == 200_000, counts  # never backwards, ends at the total
+    assert any(0 < c < 200_000 for c in counts), counts  # seen while the write runs
     assert progress[0].group(5) == "starting Spark (local[2])" and progress[-1].group(5) == "done"
     assert "writing" in {m.group(5) for m in progress}
     assert max(b - a for a, b in zip(elapsed, elapsed[1:])) < 2.5, elapsed  # one line a second (some slack)
@@ -218,7 +218,7 @@ def test_the_seed_command_shows_messages_landed_every_second_and_both_times(brok
     async def landed() -> int:
         async with Admin(broker.namesrv_addr) as admin:
             return sum(o.max_offset for o in (await admin.topic_status("Progress")).values())
-    assert asyncio.run(landed()) == 400_000
+    assert asyncio.run(landed()) == 200_000
 
 
 def test_the_seed_command_from_a_file_counts_its_rows_and_prints_a_json_summary(spark, broker, tmp_path):

@@ -98,9 +98,10 @@ async def test_the_offset_history_shows_a_reset_and_what_came_after_it(dash):
     assert (await get(http, "/api/groups/G/history?queue=x"))[0] == 400
     from rocketmq_emulator.client import Admin
     from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+    q = moved[0]
     async with Admin(emu.namesrv_addr) as admin:  # an import: commits by a connection that is no consumer
-        await admin.import_offsets(ConsumerOffsetSerializeWrapper(offset_table={"T@G": {0: 1}}))
-    _, history = await get(http, "/api/groups/G/history?topic=T&queue=0")
+        await admin.import_offsets(ConsumerOffsetSerializeWrapper(offset_table={"T@G": {q: 1}}))
+    _, history = await get(http, f"/api/groups/G/history?topic=T&queue={q}")
     # the reset above is still pending (no consumer pulled since): the import's commit is ignored, and says so
     assert history[0]["kind"] == "ignored" and history[0]["offset"] == 1 and "admin" in history[0]["by"]
 
