@@ -161,24 +161,10 @@ async def remoting_send(namesrv: str, topic: str, n: int) -> float:
 
 
 async def remoting_consume(namesrv: str, topic: str, n: int) -> float:
-    from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer
-    state = {"n": 0, "first": 0.0, "last": 0.0}
-    done = asyncio.Event()
-    consumer = PushConsumer("bench-remoting-c", namesrv=namesrv, consume_from=FIRST_OFFSET)
-    consumer.subscribe(topic)
-
-    @consumer.on_message
-    def handle(msg: object) -> None:
-        now = time.perf_counter()
-        state["n"] += 1
-        if state["n"] == 1:
-            state["first"] = now
-        state["last"] = now
-        if state["n"] >= n:
-            done.set()
-    async with consumer:
-        await asyncio.wait_for(done.wait(), 300)
-    return (n - 1) / (state["last"] - state["first"])
+    """This project's push consumer, first message to last (client_bench's consume case)."""
+    from benchmarks.client_bench import py_consume
+    first_to_last, _ = await py_consume(namesrv, topic, n)
+    return (n - 1) / first_to_last
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from .trace import Tracer
 
 log = logging.getLogger("rocketmq_emulator")
+
+
+class _Front(Protocol):
+    async def start(self) -> Any: ...
+
+
+F = TypeVar("F", bound=_Front)
 
 
 class Emulator:
@@ -109,36 +116,33 @@ class Emulator:
         self._watch_task = asyncio.get_running_loop().create_task(self._watch_descriptors())
 
     async def _start_dashboard(self, port: int) -> None:
-        try:
+        def make() -> DashboardServer:
             from .dashboard.server import DashboardServer  # the [dashboard] extra: imported only when enabled
-        except ImportError as exc:
-            await self.stop()
-            raise RuntimeError(f"the dashboard needs the [dashboard] extra (pip install "
-                               f"'rocketmq-emulator[dashboard]'): {exc}") from None
-        self.dashboard = DashboardServer(self, self.config.host, port, read_only=self.config.dashboard_read_only)
-        try:
-            await self.dashboard.start()
-        except BaseException:
-            self.dashboard = None
-            await self.stop()
-            raise
+            return DashboardServer(self, self.config.host, port, read_only=self.config.dashboard_read_only)
+        self.dashboard = await self._start_front("the dashboard", "dashboard", make)
 
     async def _start_grpc(self, port: int) -> None:
-        try:
+        def make() -> GrpcEndpoint:
             from .grpc.server import GrpcEndpoint  # the [grpc] extra: imported only when enabled
+            return GrpcEndpoint(lambda: [b for b in self.brokers if b.config.broker_name not in self.stopped],
+                                self.config.host, port, self.config.broker.broker_ip1, self.config.grpc_tls_port,
+                                Path(self.store_root) / "config" / "grpc-tls")
+        self.grpc = await self._start_front("the gRPC endpoint", "grpc", make)
+
+    async def _start_front(self, what: str, extra: str, make: Callable[[], F]) -> F:
+        """Make and start an optional front (`make` imports its extra); if either fails, the emulator stops."""
+        try:
+            front = make()
         except ImportError as exc:
             await self.stop()
-            raise RuntimeError(f"the gRPC endpoint needs the [grpc] extra (pip install "
-                               f"'rocketmq-emulator[grpc]'): {exc}") from None
-        self.grpc = GrpcEndpoint(lambda: [b for b in self.brokers if b.config.broker_name not in self.stopped],
-                                 self.config.host, port, self.config.broker.broker_ip1, self.config.grpc_tls_port,
-                                 Path(self.store_root) / "config" / "grpc-tls")
+            raise RuntimeError(f"{what} needs the [{extra}] extra (pip install 'rocketmq-emulator[{extra}]'): "
+                               f"{exc}") from None
         try:
-            await self.grpc.start()
+            await front.start()
         except BaseException:
-            self.grpc = None
             await self.stop()
             raise
+        return front
 
     async def _watch_descriptors(self) -> None:
         while True:

@@ -18,9 +18,9 @@ import msgspec
 from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
-                                                PROPERTY_TAGS, MessageExt, encode_properties, pack_host, tag_hash_code)
+                                                MessageExt)
 from rocketmq_emulator.protocol.topics import SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, parse_delay_levels
-from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import STORED, GetMessageStatus
 
 from .config_file import load_config_file, write_config_file
@@ -33,6 +33,17 @@ log = logging.getLogger("rocketmq_emulator.schedule")
 
 class DelayOffsetSerializeWrapper(Body):
     offset_table: dict[int, int] = msgspec.field(default_factory=dict)
+
+
+def unparked(msg: MessageExt, *drop: str) -> MessageExtBrokerInner | None:
+    """A message parked for later (delay level, delivery time) as it goes into its real topic and queue (REAL_TOPIC
+    / REAL_QID), without those and the `drop` properties; None when it names no real topic."""
+    props = dict(msg.properties)
+    topic = props.pop(PROPERTY_REAL_TOPIC, None)
+    queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
+    for name in drop:
+        props.pop(name, None)
+    return None if topic is None else MessageExtBrokerInner.rebuilt(msg, topic, queue_id, props)
 
 
 class ScheduleMessageService:
@@ -172,18 +183,11 @@ class ScheduleMessageService:
             event.set()
 
     def _redeliver(self, msg: MessageExt) -> bool:
-        props = dict(msg.properties)
-        topic = props.pop(PROPERTY_REAL_TOPIC, None)
-        queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
-        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
-        if topic is None:
+        inner = unparked(msg, PROPERTY_DELAY_TIME_LEVEL)
+        if inner is None:
             log.warning("scheduled message at %d has no REAL_TOPIC; dropped", msg.commit_log_offset)
             return True
-        inner = MessageExtBrokerInner(
-            topic, queue_id, msg.body, flag=msg.flag, properties_raw=encode_properties(props).encode(),
-            tags_code=tag_hash_code(props.get(PROPERTY_TAGS)), sys_flag=msg.sys_flag & ~0x30,
-            born_timestamp=msg.born_timestamp, born_host=pack_host(msg.born_host), born_port=msg.born_port,
-            reconsume_times=msg.reconsume_times, keys=keys_of(props))
+        topic = inner.topic
         result = self.broker.send_core.put_message(inner)
         if result.status not in STORED:
             log.warning("redelivery of a delayed message to %s failed: %s", topic, result.status.name)

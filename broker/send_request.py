@@ -4,9 +4,13 @@ them without importing the path."""
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
+from rocketmq_emulator.protocol.codes import CURRENT_VERSION
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
+from rocketmq_emulator.protocol.message import encode_properties, pack_host
 
 
 class SendMessageRequest(msgspec.Struct, gc=False):  # no reference cycles: untracked, cheaper to make
@@ -22,6 +26,17 @@ class SendMessageRequest(msgspec.Struct, gc=False):  # no reference cycles: untr
     version: int  # the client's protocol version (maxReconsumeTimes is read from 121 on)
     queue_id: int = -1
     sys_flag: int = 0
+
+    @classmethod
+    def of(cls, producer_group: str, topic: str, body: bytes, props: dict[str, str], *, queue_id: int = -1,
+           sys_flag: int = 0, flag: int = 0, born_ms: int | None = None,
+           peer: tuple[str, int] = ("127.0.0.1", 0)) -> SendMessageRequest:
+        """A send that does not come as a remoting frame (the gRPC endpoint, the dashboard): the same request."""
+        header = SendMessageRequestHeader(
+            producer_group=producer_group, topic=topic, queue_id=queue_id, sys_flag=sys_flag, flag=flag,
+            born_timestamp=time.time_ns() // 1_000_000 if born_ms is None else born_ms,
+            properties=encode_properties(props), reconsume_times=0)
+        return cls(header, body, pack_host(peer[0]), peer[1], f"{peer[0]}:{peer[1]}", CURRENT_VERSION)
 
 
 class SendMessageResponse(msgspec.Struct, gc=False):

@@ -16,11 +16,12 @@ import heapq
 import logging
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol.message import (PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
-                                                PROPERTY_TIMER_DELIVER_MS, MessageExt, encode_properties, pack_host, tag_hash_code)
+from rocketmq_emulator.protocol.message import (PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
+                                                PROPERTY_TIMER_DELIVER_MS, MessageExt)
 from rocketmq_emulator.protocol.topics import TIMER_GROUP, TIMER_TOPIC
-from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import STORED
+
+from .schedule import unparked
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState
@@ -129,19 +130,11 @@ class TimerMessageService:
         got = self.broker.store.get_message(TIMER_GROUP, TIMER_TOPIC, 0, offset, 1)
         if got is None or not got.messages or got.queue_offsets[0] != offset:
             return True  # gone (expired files): nothing to deliver
-        msg = MessageExt.decode(got.messages[0])
-        props = dict(msg.properties)
-        topic = props.pop(PROPERTY_REAL_TOPIC, None)
-        queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
-        if topic is None:
+        inner = unparked(MessageExt.decode(got.messages[0]))  # TIMER_DELIVER_MS kept: consumers see it
+        if inner is None:
             return True
-        inner = MessageExtBrokerInner(
-            topic, queue_id, msg.body, flag=msg.flag, properties_raw=encode_properties(props).encode(),
-            tags_code=tag_hash_code(props.get(PROPERTY_TAGS)), sys_flag=msg.sys_flag & ~0x30,
-            born_timestamp=msg.born_timestamp, born_host=pack_host(msg.born_host), born_port=msg.born_port,
-            reconsume_times=msg.reconsume_times, keys=keys_of(props))
         result = self.broker.send_core.put_message(inner)
         if result.status not in STORED:
-            log.warning("timer: delivery of a message to %s failed: %s", topic, result.status.name)
+            log.warning("timer: delivery of a message to %s failed: %s", inner.topic, result.status.name)
             return False
         return True

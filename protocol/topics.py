@@ -5,6 +5,7 @@ sys flags are `PermName`, `MessageSysFlag` and `PullSysFlag` in `codes`."""
 from __future__ import annotations
 
 import re
+from typing import Mapping
 
 #: the template topic a broker creates unknown topics from on the first send (MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC)
 AUTO_CREATE_TOPIC_KEY = "TBW102"
@@ -57,6 +58,11 @@ def parse_offset_key(key: str) -> tuple[str, str, bool] | None:
 
 def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def origin_topic(topic: str, props: Mapping[str, str]) -> str:
+    """The topic a message was sent to: RETRY_TOPIC for a message in a retry topic, else its own."""
+    return props.get("RETRY_TOPIC", topic) if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else topic
 
 
 def pop_retry_topic(group: str, topic: str) -> str:

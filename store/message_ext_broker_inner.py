@@ -49,6 +49,18 @@ class MessageExtBrokerInner:
         return cls(topic, queue_id, body, properties_raw=encode_properties(props).encode(), born_host=host,
                    keys=keys_of(props), **kw)
 
+    @classmethod
+    def rebuilt(cls, msg: Any, topic: str, queue_id: int, props: dict[str, str], *,
+                reconsume_times: int | None = None) -> "MessageExtBrokerInner":
+        """A stored message (a decoded MessageExt) put again into `topic`/`queue_id` with `props` (a delayed or
+        timed message due, a POP message revived or moved to the DLQ): body, flag, born time and host kept, the
+        store-host bits of the system flag cleared, tags code and keys from `props`."""
+        return cls(topic, queue_id, msg.body, flag=msg.flag, properties_raw=encode_properties(props).encode(),
+                   tags_code=tag_hash_code(props.get(PROPERTY_TAGS)), sys_flag=msg.sys_flag & ~0x30,
+                   born_timestamp=msg.born_timestamp, born_host=pack_host(msg.born_host), born_port=msg.born_port,
+                   reconsume_times=msg.reconsume_times if reconsume_times is None else reconsume_times,
+                   keys=keys_of(props))
+
     def index_keys(self) -> list[str] | tuple[str, ...]:
         if self.keys is None:
             try:

@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol import BrokerError, PermName
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
-from rocketmq_emulator.protocol.codes import CURRENT_VERSION
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
-from rocketmq_emulator.protocol.message import encode_properties, pack_host
 from rocketmq_emulator.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, topic_problem
 
 from ..broker2client import ResetRequest
-from ..send_request import SendMessageRequest
+from ..handlers.admin_broker import drop_connections as close_connections
+from ..send_request import SendMessageRequest, SendMessageResponse
 from .views import Invalid, NotFound, find_message, number, timestamp_ms
 
 if TYPE_CHECKING:
@@ -77,18 +75,20 @@ def send(b: BrokerContext, body: dict[str, Any]) -> dict[str, Any]:
         props["KEYS"] = keys
     import uuid
     props["UNIQ_KEY"] = uuid.uuid4().hex.upper()
-    header = SendMessageRequestHeader(producer_group=DASHBOARD_PRODUCER_GROUP, topic=topic, queue_id=-1,
-                                      sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
-                                      properties=encode_properties(props))
+    result = _send(b, topic, text.encode(), props)
+    return {"msgId": props["UNIQ_KEY"], "offsetMsgId": result.msg_id, "queueId": result.queue_id,
+            "queueOffset": result.queue_offset}
+
+
+def _send(b: BrokerContext, topic: str, body: bytes, props: dict[str, str], flag: int = 0) -> SendMessageResponse:
+    """Through the one send path; a refusal is the page's message."""
     try:
-        result = b.send_core.send(SendMessageRequest(header, text.encode(), pack_host("127.0.0.1"), 0, "dashboard",
-                                                     CURRENT_VERSION))
+        result = b.send_core.send(SendMessageRequest.of(DASHBOARD_PRODUCER_GROUP, topic, body, props, flag=flag))
     except BrokerError as exc:
         raise Invalid(f"the broker refused the message: {exc.remark}") from None
     if result.msg_id is None:
         raise Invalid(f"the broker refused the message: {result.remark}")
-    return {"msgId": props["UNIQ_KEY"], "offsetMsgId": result.msg_id, "queueId": result.queue_id,
-            "queueOffset": result.queue_offset}
+    return result
 
 
 def _reset_request(b: BrokerContext, group: str, body: dict[str, Any]) -> ResetRequest:
@@ -147,14 +147,7 @@ def resend(b: BrokerContext, body: dict[str, Any]) -> dict[str, Any]:
     for name in ("DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "DELAY",
                  "MAX_RECONSUME_TIMES", "CLUSTER", "POP_CK"):
         props.pop(name, None)
-    header = SendMessageRequestHeader(producer_group=DASHBOARD_PRODUCER_GROUP, topic=origin, queue_id=-1,
-                                      sys_flag=0, born_timestamp=int(time.time() * 1000), flag=msg.flag,
-                                      properties=encode_properties(props))
-    try:
-        result = b.send_core.send(SendMessageRequest(header, msg.uncompressed_body(), pack_host("127.0.0.1"), 0,
-                                                     "dashboard", CURRENT_VERSION))
-    except BrokerError as exc:
-        raise Invalid(f"the broker refused the message: {exc.remark}") from None
+    result = _send(b, origin, msg.uncompressed_body(), props, flag=msg.flag)
     return {"topic": origin, "offsetMsgId": result.msg_id, "queueId": result.queue_id,
             "queueOffset": result.queue_offset}
 
@@ -164,8 +157,4 @@ def expire_now(b: BrokerContext) -> dict[str, Any]:
 
 
 def drop_connections(b: BrokerContext) -> dict[str, Any]:
-    servers = [s for s in (b.server, b.vip_server) if s is not None]
-    conns = [c for s in servers for c in s.connections]
-    for c in conns:
-        c.close()
-    return {"dropped": len(conns)}
+    return {"dropped": close_connections(b)}

@@ -327,8 +327,7 @@ def where(b: BrokerContext, group: str, msg_id: str, topic: str | None = None) -
         real = parked.properties.get("REAL_TOPIC", "")
         if real in (retry_topic(group), pop_retry_topic(group, msg.topic)):
             level = int(parked.properties.get("DELAY", "0") or 0)
-            from rocketmq_emulator.protocol.topics import parse_delay_levels
-            delays = parse_delay_levels(b.config.store.message_delay_level)
+            delays = b.schedule_service.delays
             due = parked.store_timestamp + (delays[level - 1] if 0 < level <= len(delays) else 0)
             places.append({"where": "in retry", "detail": f"waiting for its retry (delay level {level})",
                            "dueTime": due})

@@ -11,11 +11,11 @@ from typing import Any
 
 from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.grpc_v2 import v2
-from rocketmq_emulator.protocol.message import (PROPERTY_KEYS, PROPERTY_RETRY_TOPIC, PROPERTY_TAGS,
+from rocketmq_emulator.protocol.message import (PROPERTY_KEYS, PROPERTY_TAGS,
                                                 PROPERTY_TIMER_DELIVER_MS, PROPERTY_TRANSACTION_PREPARED,
                                                 PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
                                                 MessageExt)
-from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
+from rocketmq_emulator.protocol.topics import origin_topic
 
 PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
 PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
@@ -86,19 +86,13 @@ def message_type(props: dict[str, str]) -> int:
     return int(v2.MessageType.NORMAL)
 
 
-def real_topic(msg: MessageExt) -> str:
-    if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return msg.properties.get(PROPERTY_RETRY_TOPIC, msg.topic)
-    return msg.topic
-
-
 def to_v2(msg: MessageExt, *, receipt_handle: str | None = None, attempt: int | None = None,
           invisible_ms: int | None = None, topic: str | None = None) -> Any:
     """A stored message as a 5.x client receives it (body uncompressed, IDENTITY, with its MD5)."""
     props = msg.properties
     body = msg.uncompressed_body()
     out = v2.Message()
-    out.topic.name = topic or real_topic(msg)
+    out.topic.name = topic or origin_topic(msg.topic, props)
     for k, v in props.items():
         if k not in SYSTEM_PROPERTIES:
             out.user_properties[k] = v

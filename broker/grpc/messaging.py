@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
-from rocketmq_emulator.protocol.codes import CURRENT_VERSION, MessageSysFlag
+from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.grpc_v2 import v2
-from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader, SendMessageRequestHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_TIMER_DELIVER_MS, decode_message_id, encode_properties,
-                                                java_string_hash, pack_host)
+from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
+from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_TIMER_DELIVER_MS, decode_message_id,
+                                                java_string_hash)
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 
 from ..broker_context import BrokerContext
@@ -231,12 +231,9 @@ class MessagingService:
             queues = max(1, tc.write_queue_nums)
             group = props.get(cv.PROPERTY_SHARDING_KEY)
             queue_id = abs(java_string_hash(group)) % queues if group else next(self._round_robin) % queues
-            header = SendMessageRequestHeader(
-                producer_group=GRPC_PRODUCER_GROUP, topic=topic, queue_id=queue_id,
-                sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0,
-                born_timestamp=cv.born_ms(m), flag=0, properties=encode_properties(props), reconsume_times=0)
-            result = b.send_core.send(SendMessageRequest(header, bytes(m.body), pack_host(peer[0]), peer[1],
-                                                          f"{peer[0]}:{peer[1]}", CURRENT_VERSION))
+            result = b.send_core.send(SendMessageRequest.of(
+                GRPC_PRODUCER_GROUP, topic, bytes(m.body), props, queue_id=queue_id, born_ms=cv.born_ms(m),
+                sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0, peer=peer))
             if result.msg_id is None:
                 raise BrokerError(result.code, result.remark)
             return v2.SendResultEntry(status=cv.status_of_remoting(result.code, result.remark or "OK"),
@@ -455,11 +452,7 @@ class MessagingService:
 
 def _peer(context: Any) -> tuple[str, int]:
     """("ip", port) of the caller (gRPC's peer is "ipv4:1.2.3.4:5678" or "ipv6:[::1]:5678")."""
-    peer = context.peer() or ""
-    kind, _, rest = peer.partition(":")
+    kind, _, rest = (context.peer() or "").partition(":")
     host, _, port = rest.rpartition(":")
-    host = host.strip("[]") if kind in ("ipv4", "ipv6") else "127.0.0.1"
-    try:
-        return (host if kind == "ipv4" else "127.0.0.1"), int(port)
-    except ValueError:
-        return "127.0.0.1", 0
+    # born host is packed as IPv4 here: an IPv6 peer (or a Unix socket) is recorded as 127.0.0.1
+    return (host if kind == "ipv4" else "127.0.0.1"), int(port) if port.isdigit() else 0

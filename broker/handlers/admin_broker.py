@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq_emulator.broker")
 
 
+def drop_connections(b: BrokerContext, keep: RemotingConnection | None = None) -> int:
+    """Close every client connection of the broker's ports but `keep`; how many (clients must reconnect)."""
+    servers = [s for s in (b.server, b.vip_server) if s is not None]
+    others = [c for s in servers for c in s.connections if c is not keep]
+    for c in others:
+        c.close()
+    return len(others)
+
+
 class AdminBrokerProcessor:
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
@@ -128,10 +137,7 @@ class AdminBrokerProcessor:
 
     def drop_connections(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         """The emulator's DROP_CONNECTIONS: answer, then close every other client connection of this broker."""
-        servers = [s for s in (self.broker.server, self.broker.vip_server) if s is not None]
-        others = [c for s in servers for c in s.connections if c is not conn]
-        for c in others:
-            c.close()
-        log.info("dropped %d client connection(s) on request from %s", len(others), conn.addr)
+        dropped = drop_connections(self.broker, keep=conn)
+        log.info("dropped %d client connection(s) on request from %s", dropped, conn.addr)
         return RemotingCommand.response_to(req, ext_fields=DropConnectionsResponseHeader(
-            dropped_connections=len(others)).to_ext())
+            dropped_connections=dropped).to_ext())

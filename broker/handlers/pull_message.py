@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable
 
-from rocketmq_emulator.protocol import BrokerError, PermName, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue, OffsetMovedEvent
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.message import java_string_hash
@@ -17,6 +17,7 @@ from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInn
 from rocketmq_emulator.store.results import GetMessageStatus
 
 from ..broadcast_offset import session_of
+from ..consume_checks import check_consume
 from ..filter.consumer_filter import SQL92
 from ..filter.tags import parse_tag_expression
 from ..long_polling import PullRequest
@@ -49,23 +50,7 @@ class PullMessageProcessor:
     def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool) -> RemotingCommand | None:
         b = self.broker
         h = PullMessageRequestHeader.from_ext(req.ext_fields)
-        if not b.config.broker_permission & PermName.READ:  # brokerPermission (updateBrokerConfig)
-            raise BrokerError(_R.NO_PERMISSION, f"the broker[{b.config.broker_ip1}] pulling "
-                                                "message is forbidden")
-        group_cfg = b.subscription_group_manager.find(h.consumer_group)
-        if group_cfg is None:
-            raise BrokerError(_R.SUBSCRIPTION_GROUP_NOT_EXIST,
-                              f"subscription group [{h.consumer_group}] does not exist")
-        if not group_cfg.consume_enable:
-            raise BrokerError(_R.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
-        tc = b.topic_config_manager.get(h.topic)
-        if tc is None:
-            raise BrokerError(_R.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
-        if not tc.perm & PermName.READ:
-            raise BrokerError(_R.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
-        if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
-            raise BrokerError(_R.SYSTEM_ERROR, f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "
-                                               f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{conn.peer}]")
+        group_cfg, _ = check_consume(b, h.consumer_group, h.topic, h.queue_id, consumer=conn.peer)
         sys_flag = h.sys_flag
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             expression_type = h.expression_type or "TAG"

@@ -117,6 +117,10 @@ class CheckpointStore:
         assert self._db is not None
         self._db.execute("DELETE FROM checkpoints WHERE id = ?", (ck_id,))
 
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
     def max_id(self) -> int:
         assert self._db is not None
         row = self._db.execute("SELECT MAX(id) FROM checkpoints").fetchone()

@@ -7,9 +7,9 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt, pack_host
+from rocketmq_emulator.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt
 from rocketmq_emulator.protocol.pop_headers import PROPERTY_POP_CK
-from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, pop_retry_topic
+from rocketmq_emulator.protocol.topics import dlq_topic, origin_topic, pop_retry_topic
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import STORED
 
@@ -41,8 +41,7 @@ class MessageMoves:
         if msg.reconsume_times + 1 >= self.max_attempts(group):
             return self.to_dlq(group, msg)
         props = dict(msg.properties)
-        real = props.get(PROPERTY_RETRY_TOPIC, msg.topic) if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) \
-            else msg.topic
+        real = origin_topic(msg.topic, props)
         props[PROPERTY_RETRY_TOPIC] = real
         props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
         props.pop(PROPERTY_POP_CK, None)
@@ -54,8 +53,7 @@ class MessageMoves:
 
     def to_dlq(self, group: str, msg: MessageExt) -> bool:
         props = dict(msg.properties)
-        real = props.get(PROPERTY_RETRY_TOPIC, msg.topic) if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) \
-            else msg.topic
+        real = origin_topic(msg.topic, props)
         props.setdefault(PROPERTY_DLQ_ORIGIN_TOPIC, real)
         props.setdefault(PROPERTY_DLQ_ORIGIN_MESSAGE_ID, msg.msg_id)
         props.setdefault(PROPERTY_RETRY_TOPIC, real)
@@ -67,8 +65,5 @@ class MessageMoves:
         return self._put(msg, topic, 0, props, msg.reconsume_times + 1)
 
     def _put(self, msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], reconsume_times: int) -> bool:
-        inner = MessageExtBrokerInner.build(
-            topic, queue_id, msg.body, props, born_host=pack_host(msg.born_host), flag=msg.flag,
-            sys_flag=msg.sys_flag & ~0x30, born_timestamp=msg.born_timestamp, born_port=msg.born_port,
-            reconsume_times=reconsume_times)
+        inner = MessageExtBrokerInner.rebuilt(msg, topic, queue_id, props, reconsume_times=reconsume_times)
         return self.broker.send_core.put_message(inner).status in STORED

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.message import MessageExt
 from rocketmq_emulator.protocol.pop_headers import INIT_MODE_MIN
 from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, pop_retry_topic
 from rocketmq_emulator.store.results import GetMessageResult, GetMessageStatus
 
+from ..consume_checks import check_consume
 from ..filter.tags import parse_tag_expression
 from .checkpoint import CheckpointStore, PopCheckpoint, ReceiptHandle
 from .moves import MessageMoves
@@ -141,7 +142,7 @@ class PopService:
 
     @property
     def store_open(self) -> bool:
-        return self.store._db is not None
+        return self.store.is_open
 
     def notify(self, topic: str) -> None:
         """A message arrived in `topic`: the pops waiting on it try again."""
@@ -152,23 +153,7 @@ class PopService:
                     fut.set_result(None)
 
     def _check(self, req: PopRequest) -> None:
-        b = self.broker
-        if not b.config.broker_permission & PermName.READ:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"the broker[{b.config.broker_ip1}] pop message is forbidden")
-        tc = b.topic_config_manager.get(req.topic)
-        if tc is None:
-            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{req.topic}] not exist, apply first please!")
-        if not tc.perm & PermName.READ:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{req.topic}] peeking message is forbidden")
-        if req.queue_id >= tc.read_queue_nums:
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"queueId[{req.queue_id}] is illegal, topic:[{req.topic}] "
-                                                         f"topicConfig.readQueueNums:[{tc.read_queue_nums}]")
-        cfg = b.subscription_group_manager.find(req.group)
-        if cfg is None:
-            raise BrokerError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                              f"subscription group [{req.group}] does not exist")
-        if not cfg.consume_enable:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {req.group}")
+        check_consume(self.broker, req.group, req.topic, req.queue_id, verb="peeking", any_queue=True)
 
     def pop_once(self, req: PopRequest) -> PopResult:
         b = self.broker
