@@ -1,0 +1,109 @@
+"""The parity tier's commands.
+
+    python -m rocketmq_emulator.testing.parity record [--times 2] [--raw DIR] [SCENARIO ...]
+        each scenario against fresh real 4.9.8 brokers (`--times` recordings, each on its own fresh broker); the
+        recordings must normalise to the same data, else the fields that differ are printed and nothing is
+        written; then tests/parity/snapshots/<scenario>.json
+    python -m rocketmq_emulator.testing.parity replay [--compat 4.9] [SCENARIO ...]
+        each scenario against a fresh emulator, compared with its snapshot (what the test suite does)
+    python -m rocketmq_emulator.testing.parity list
+        the corpus: scenarios, families, requests per scenario
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import json
+import sys
+import time
+from pathlib import Path
+
+from .compare import diff_records, load_deliberate, report, split_deliberate
+from .corpus import Scenario, load_corpus
+from .normalise import normalise_run
+from .real import REAL_49, RealBroker, start
+from .remoting import Target, run_scenario
+from .snapshots import CORPUS_DIR, DELIBERATE_FILE, replay, write_snapshot
+
+
+def _record(scenarios: list[Scenario], times: int, raw: Path | None) -> int:
+    remoting = [s for s in scenarios if s.protocol == "remoting"]
+    jobs = [(s, i) for s in remoting for i in range(times)]
+    failed = 0
+    recordings: dict[str, list[list[dict]]] = {}
+    # one broker starts while the previous job runs (a real broker takes 5-10 s to start)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pending = [pool.submit(start, REAL_49, s.settings) for s, _ in jobs[:1]]
+        for n, (scenario, i) in enumerate(jobs):
+            broker: RealBroker = pending.pop(0).result()
+            if n + 1 < len(jobs):
+                pending.append(pool.submit(start, REAL_49, jobs[n + 1][0].settings))
+            t0 = time.monotonic()
+            try:
+                run = asyncio.run(run_scenario(scenario, Target(broker.namesrv, broker.broker)))
+            finally:
+                pool.submit(broker.stop)
+            print(f"recorded {scenario.name} #{i + 1}: {len(run.records)} answers in {time.monotonic() - t0:.1f} s",
+                  flush=True)
+            if raw is not None:
+                raw.mkdir(parents=True, exist_ok=True)
+                (raw / f"{scenario.name}.{i + 1}.json").write_text(json.dumps(run.records, indent=1, default=str))
+            recordings.setdefault(scenario.name, []).append(normalise_run(run))
+    for scenario in remoting:
+        runs = recordings[scenario.name]
+        unstable = [d for other in runs[1:] for d in diff_records(scenario.name, runs[0], other)]
+        if unstable:
+            failed += 1
+            print(f"\n{scenario.name}: two fresh real brokers answered differently after normalisation "
+                  f"(add a rule with its reason in normalise.py, or make the scenario deterministic):\n"
+                  + report(unstable), file=sys.stderr)
+            continue
+        path = write_snapshot(scenario, runs[0], REAL_49.name, len(runs))
+        print(f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    return 1 if failed else 0
+
+
+def _replay(scenarios: list[Scenario], compat: str | None) -> int:
+    deliberate = load_deliberate(DELIBERATE_FILE) if compat is None else []
+    bad = 0
+    for scenario in scenarios:
+        diffs = replay(scenario, compat)
+        unexplained, _ = split_deliberate(diffs, deliberate)
+        status = "same" if not diffs else f"{len(diffs)} differences, {len(unexplained)} not deliberate"
+        print(f"{scenario.name}: {status}", flush=True)
+        if unexplained:
+            bad += 1
+            print(report(unexplained, 60))
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rocketmq_emulator.testing.parity", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the corpus against fresh real brokers")
+    rec.add_argument("--times", type=int, default=2, help="recordings per scenario, each on a fresh broker")
+    rec.add_argument("--raw", type=Path, help="also keep each recording before normalisation here")
+    rec.add_argument("scenarios", nargs="*")
+    rep = sub.add_parser("replay", help="replay the corpus against the emulator")
+    rep.add_argument("--compat", choices=["4.9", "5"], help="the emulator's compatibility mode (default: its own)")
+    rep.add_argument("scenarios", nargs="*")
+    sub.add_parser("list", help="the corpus")
+    args = parser.parse_args(argv)
+    scenarios = load_corpus(CORPUS_DIR, getattr(args, "scenarios", None) or None)
+    if args.command == "record":
+        return _record(scenarios, max(1, args.times), args.raw)
+    if args.command == "replay":
+        return _replay(scenarios, args.compat)
+    total = 0
+    for s in scenarios:
+        total += s.request_count()
+        print(f"{s.name:32} {s.protocol:9} {s.request_count():4} requests  {', '.join(s.families)}")
+    print(f"{len(scenarios)} scenarios, {total} requests")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Normalisation: what differs between two fresh real brokers given the same requests, made equal. Nothing else
+is touched: a value that two real brokers answer the same must be answered the same by the emulator.
+
+Each rule has its reason. Value rules apply to every value (and map key) of a record; path rules to the values
+at the paths they name (`fnmatch` patterns over dotted paths such as `answer.body.table.putTps`, list indexes as
+numbers). `record` twice and `check` tell whether the rules are enough (python -m
+rocketmq_emulator.testing.parity check): the two recordings must normalise to the same data.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rocketmq_emulator.protocol.message import decode_message_id
+
+from .remoting import Run
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run's values are normalised against."""
+    namesrv_port: int
+    broker_port: int
+    started_ms: int
+    ended_ms: int
+
+    @classmethod
+    def of(cls, run: Run) -> Context:
+        return cls(run.target.namesrv_port, run.target.broker_port, run.started_ms, run.ended_ms)
+
+    def port_name(self, port: int) -> str:
+        names = {self.namesrv_port: "namesrv", self.broker_port: "broker", self.broker_port - 2: "broker-vip",
+                 self.broker_port + 1: "broker-ha"}
+        return f"<{names.get(port, 'client')}-port>"
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    name: str
+    reason: str
+    apply: Callable[[Any, Context], Any]
+
+
+@dataclass(frozen=True)
+class PathRule:
+    name: str
+    reason: str
+    paths: tuple[str, ...]
+    replacement: str
+
+
+def _time(value: Any, ctx: Context) -> Any:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isdigit() and len(value) == 13:
+        number = int(value)
+    if number is not None and ctx.started_ms - 3 * DAY_MS <= number <= ctx.ended_ms + DAY_MS:
+        return "<time>"
+    return value
+
+
+_ADDRESS = re.compile(r"(127\.0\.0\.1|localhost|\d+\.\d+\.\d+\.\d+):(\d{2,5})\b")
+
+
+def _addresses(value: Any, ctx: Context) -> Any:
+    if isinstance(value, str) and ":" in value:
+        return _ADDRESS.sub(lambda m: f"{m.group(1)}:{ctx.port_name(int(m.group(2)))}", value)
+    return value
+
+
+_MSGID = re.compile(r"^[0-9A-F]{32}$")
+
+
+def _msgid(value: Any, ctx: Context) -> Any:
+    """An offset message id is the store's IP, port and commitlog offset: the port is the run's."""
+    if isinstance(value, str) and _MSGID.match(value) and value.startswith("7F000001"):
+        try:
+            ip, port, offset = decode_message_id(value)
+        except ValueError:
+            return value
+        return f"<msgid {ip}:{ctx.port_name(port)} @{offset}>"
+    return value
+
+
+VALUE_RULES: tuple[ValueRule, ...] = (
+    ValueRule("time", "a wall-clock time in milliseconds (store, born, boot, update and check times): the clock "
+              "when it happened, never the same twice; numbers within 3 days before and 1 day after the run",
+              _time),
+    ValueRule("address", "the ports of a run: each broker and name server picks free ports, each client "
+              "connection an ephemeral one", _addresses),
+    ValueRule("msgid", "an offset msgId encodes the broker's port; its commitlog offset stays (it is decided by "
+              "the sizes of what was stored before)", _msgid),
+)
+
+#: path rules, each found by recording twice against fresh real brokers (`check`)
+PATH_RULES: tuple[PathRule, ...] = ()
+
+
+def normalise_run(run: Run, extra_rules: tuple[PathRule, ...] = ()) -> list[dict[str, Any]]:
+    ctx = Context.of(run)
+    rules = PATH_RULES + extra_rules
+    return [_walk(record, "", ctx, rules) for record in run.records]
+
+
+def normalise_records(records: list[dict[str, Any]], ctx: Context,
+                      extra_rules: tuple[PathRule, ...] = ()) -> list[dict[str, Any]]:
+    rules = PATH_RULES + extra_rules
+    return [_walk(record, "", ctx, rules) for record in records]
+
+
+def _walk(value: Any, path: str, ctx: Context, rules: tuple[PathRule, ...]) -> Any:
+    for rule in rules:
+        if any(fnmatch.fnmatchcase(path, p) for p in rule.paths):
+            return rule.replacement
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = _scalar(k, ctx) if isinstance(k, str) else k
+            out[key] = _walk(v, f"{path}.{k}" if path else str(k), ctx, rules)
+        return dict(sorted(out.items())) if path.startswith(("answer.body", "push.body")) else out
+    if isinstance(value, list):
+        return [_walk(v, f"{path}.{i}", ctx, rules) for i, v in enumerate(value)]
+    return _scalar(value, ctx)
+
+
+def _scalar(value: Any, ctx: Context) -> Any:
+    for rule in VALUE_RULES:
+        new = rule.apply(value, ctx)
+        if new is not value:
+            return new
+    return value
