@@ -54,6 +54,14 @@ class OffsetDurability(enum.Enum):
     WRITE_THROUGH = "write-through"
 
 
+class Compat(enum.Enum):
+    """`compat`: whose answers the broker gives where 4.9.8 and 5.x differ (README "Parity with Apache
+    RocketMQ"). V5 (default) keeps 5.x's behaviour; V4_9 sets each setting of `settings.COMPAT_4_9` that was
+    not given explicitly to 4.9.8's value, and the few answers with no setting of their own follow 4.9.8."""
+    V5 = "5"
+    V4_9 = "4.9"
+
+
 class LogLevel(enum.Enum):
     DEBUG = "DEBUG"
     INFO = "INFO"
@@ -98,6 +106,8 @@ class BrokerConfig:
     flush_consumer_offset_interval: int = 100
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    #: whose answers where 4.9.8 and 5.x differ (settings.COMPAT_4_9 lists the settings it flips)
+    compat: Compat = Compat.V5
     new_group_offset: NewGroupOffset = NewGroupOffset.LEGACY
     offset_durability: OffsetDurability = OffsetDurability.WRITE_BEHIND
     #: resets are also kept by the broker and applied at the group's next pull of each queue (5.x)

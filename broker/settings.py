@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 
-from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, EmulatorConfig, LogLevel, NewGroupOffset,
+from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, Compat, EmulatorConfig, LogLevel, NewGroupOffset,
                      OffsetDurability, TraceFormat, parse_group_list, parse_properties, parse_topic_list,
                      resolve_broker_ip1)
 from .config_keys import value_problem
@@ -186,7 +186,7 @@ _BROKER: dict[str, Parse] = {
     "defaultTopicQueueNums": _number("int", 1, 1024), "longPollingEnable": _bool,
     "shortPollingTimeMills": _number("long", 0, 2**63 - 1), "notifyConsumerIdsChangedEnable": _bool,
     "flushConsumerOffsetInterval": _number("int", 1, _INT32), "regionId": _str, "traceOn": _bool,
-    "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
+    "compat": _enum(Compat), "newGroupOffset": _enum(NewGroupOffset), "offsetDurability": _enum(OffsetDurability),
     "useServerSideResetOffset": _bool, "enableBroadcastOffsetStore": _bool, "broadcastOffsetExpireSecond": _double,
     "channelExpiredTimeoutSecond": _double, "storeReplyMessageEnable": _bool,
     "enablePropertyFilter": _bool, "transactionTimeOut": _number("long", 0, 2**63 - 1),
@@ -248,12 +248,28 @@ def parse_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: the settings `compat=4.9` sets to 4.9.8's behaviour when they are not given explicitly; each is a place where
+#: the emulator answers as 5.x does by default (README "Parity with Apache RocketMQ" lists them with the reasons)
+COMPAT_4_9: dict[str, Any] = {
+    "useServerSideResetOffset": False,
+}
+
+
+def with_compat(values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` plus COMPAT_4_9's settings that they do not give, when they say compat=4.9."""
+    out = dict(values)
+    if parse_value("compat", out.get("compat", Compat.V5)) is Compat.V4_9:
+        for key, value in COMPAT_4_9.items():
+            out.setdefault(key, value)
+    return out
+
+
 def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys: Sequence[str] = (),
                     **more: Any) -> EmulatorConfig:
     """The process's configuration from settings (Java keys or field names; text or values), defaults for the
     rest: `emulator_config(namesrv_port=0, listen_port=0, ephemeral=True)`. `unknown_keys`: broker.conf keys
     not understood, kept to be reported."""
-    parsed = parse_values({**(values or {}), **more})
+    parsed = parse_values(with_compat({**(values or {}), **more}))
     by_scope: dict[str, dict[str, Any]] = {"process": {}, "broker": {}, "store": {}}
     for key, value in parsed.items():
         s = SETTINGS[key]

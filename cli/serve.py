@@ -42,6 +42,8 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "new-group-offset": ("newGroupOffset",
                          "what a group with no stored offset is told: legacy (4.9.x, default: 0 while the queue's "
                          "first message is stored) or strict (not found: the client's consumeFromWhere decides)"),
+    "compat": ("compat", "5 (default) or 4.9: where Apache RocketMQ 4.9.8 and 5.x answer differently, answer as "
+                         "that release does (README \"Parity with Apache RocketMQ\")"),
     "server-side-reset": ("useServerSideResetOffset",
                           "true (default): the broker also applies a reset at the group's next pull (5.x); "
                           "false: only online consumers apply it (4.9.x)"),

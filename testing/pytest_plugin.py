@@ -58,6 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rocketmq-grpc", action="store_true", default=False,
                     help="also serve RocketMQ 5.x clients: rocketmq_broker.grpc_endpoint is the gRPC endpoint "
                          "(needs the [grpc] extra)")
+    group.addoption("--rocketmq-compat", default=None, choices=["5", "4.9"],
+                    help="answer as Apache RocketMQ 4.9.8 (4.9) or 5.x (5, the default) where they differ "
+                         "(serve --compat)")
     group.addoption("--rocketmq-no-trace", action="store_true", default=False,
                     help="do not trace the emulator's traffic (by default a failed test's report shows the "
                          "requests and answers exchanged during the test)")
@@ -115,7 +118,9 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
     root = Path(tempfile.mkdtemp(prefix="rocketmq-emulator-pytest-"))
     log_path = root / "emulator.log"
     trace = None if request.config.getoption("rocketmq_no_trace") else root / "trace.log"
+    compat = request.config.getoption("rocketmq_compat")
     broker = launch_emulator(root, *(("--trace", str(trace)) if trace is not None else ()),
+                             *(("--compat", compat) if compat else ()),
                              brokers=request.config.getoption("rocketmq_brokers"),
                              grpc=request.config.getoption("rocketmq_grpc"))
     if trace is not None:

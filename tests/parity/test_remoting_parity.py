@@ -1,0 +1,45 @@
+"""Replay of the parity corpus: every remoting scenario against a fresh emulator, compared with what the real
+Apache RocketMQ 4.9.8 broker answered (tests/parity/snapshots, recorded by `python -m
+rocketmq_emulator.testing.parity record`). With `compat=4.9` nothing may differ; in the default mode only the
+differences tests/parity/deliberate.toml lists, each with its reason (README "Parity with Apache RocketMQ")."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_emulator.testing.parity.compare import load_deliberate, report, split_deliberate
+from rocketmq_emulator.testing.parity.corpus import load_corpus
+from rocketmq_emulator.testing.parity.snapshots import CORPUS_DIR, DELIBERATE_FILE, read_snapshot, replay, snapshot_path
+
+SCENARIOS = [s for s in load_corpus(CORPUS_DIR) if s.protocol == "remoting"]
+DELIBERATE = load_deliberate(DELIBERATE_FILE)
+ids = [s.name for s in SCENARIOS]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=ids)
+def test_compat_4_9_answers_as_the_real_broker(scenario):
+    diffs = replay(scenario, "4.9")
+    assert not diffs, f"{len(diffs)} answers differ from Apache RocketMQ 4.9.8's:\n{report(diffs)}"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=ids)
+def test_default_mode_differs_only_deliberately(scenario):
+    mine = [d for d in DELIBERATE if d.scenario == scenario.name]
+    diffs = replay(scenario)
+    unexplained, used = split_deliberate(diffs, mine)
+    assert not unexplained, (f"{len(unexplained)} differences from 4.9.8 not listed in tests/parity/"
+                             f"deliberate.toml:\n{report(unexplained)}")
+    stale = [d for i, d in enumerate(mine) if i not in used]
+    assert not stale, "deliberate.toml lists differences that no longer occur:\n" + "\n".join(
+        f"  {d.step} {d.path}" for d in stale)
+
+
+def test_corpus_is_recorded_twice_and_covers_the_families():
+    missing = [s.name for s in SCENARIOS if not snapshot_path(s.name).exists()]
+    assert not missing, f"scenarios without a snapshot (record them): {missing}"
+    once = [s.name for s in SCENARIOS if read_snapshot(s.name)["recordings_compared"] < 2]
+    assert not once, f"snapshots not checked against a second fresh real broker: {once}"
+    stale = [d for d in DELIBERATE if d.scenario not in ids]
+    assert not stale, f"deliberate.toml names scenarios the corpus does not have: {stale}"
+    requests = sum(s.request_count() for s in SCENARIOS)
+    assert len(SCENARIOS) >= 30 and requests >= 300, (len(SCENARIOS), requests)
