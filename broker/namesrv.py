@@ -29,13 +29,13 @@ from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerName
                                                 AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
+from .remarks import FAQ_SUFFIX
 from .namesrv_config import NamesrvConfigProcessor, load_kv_config, persist_kv_config
 from .runtime_config import NamesrvConfiguration
 
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
 
-FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 BROKER_CHANNEL_EXPIRED_S = 120.0
 
 

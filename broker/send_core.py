@@ -32,6 +32,7 @@ from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GRO
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import STORED, PutMessageResult, PutMessageStatus
 
+from .remarks import suggest_todo
 from .send_inner import InnerMessageBuilder
 from .send_request import SendMessageRequest, SendMessageResponse
 from .topic_config import validate_topic
@@ -174,8 +175,7 @@ class SendMessageCore:
                 tc = tcm.create_without_template(h.topic, 1)
             if tc is None:
                 raise BrokerError(ResponseCode.TOPIC_NOT_EXIST,
-                                  f"topic[{h.topic}] not exist, apply first please!"
-                                  "\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
+                                  suggest_todo(f"topic[{h.topic}] not exist, apply first please!"))
         return tc
 
     # -- handlePutMessageResult ----------------------------------------------------------------------
