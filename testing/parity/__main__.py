@@ -25,7 +25,7 @@ from .corpus import Scenario, load_corpus
 from .normalise import normalise_run
 from .real import REAL_49, RealBroker, start
 from .remoting import Target, run_scenario
-from .snapshots import CORPUS_DIR, DELIBERATE_FILE, replay, write_snapshot
+from .snapshots import CORPUS_DIR, DELIBERATE_FILE, replay, snapshot_path, write_snapshot
 
 
 def _record(scenarios: list[Scenario], times: int, raw: Path | None) -> int:
@@ -69,6 +69,10 @@ def _replay(scenarios: list[Scenario], compat: str | None) -> int:
     deliberate = load_deliberate(DELIBERATE_FILE) if compat is None else []
     bad = 0
     for scenario in scenarios:
+        if not snapshot_path(scenario.name).exists():
+            bad += 1
+            print(f"{scenario.name}: no snapshot yet (record it)")
+            continue
         diffs = replay(scenario, compat)
         unexplained, _ = split_deliberate(diffs, deliberate)
         status = "same" if not diffs else f"{len(diffs)} differences, {len(unexplained)} not deliberate"

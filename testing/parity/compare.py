@@ -87,6 +87,8 @@ class Deliberate:
     path: str
     reason: str
     switch: str
+    #: open.toml entries: the mode the difference shows in ("both", "4.9" or "default")
+    mode: str = "both"
 
     def covers(self, d: Difference) -> bool:
         return (fnmatch.fnmatchcase(d.scenario, self.scenario) and fnmatch.fnmatchcase(d.step, self.step)
@@ -97,8 +99,8 @@ def load_deliberate(path: Path) -> list[Deliberate]:
     if not path.exists():
         return []
     data = tomllib.loads(path.read_text())
-    return [Deliberate(d["scenario"], d.get("step", "*"), d["path"], d["reason"], d.get("switch", "--compat 4.9"))
-            for d in data.get("difference", [])]
+    return [Deliberate(d["scenario"], d.get("step", "*"), d["path"], d["reason"], d.get("switch", "--compat 4.9"),
+                       d.get("mode", "both")) for d in data.get("difference", [])]
 
 
 def split_deliberate(diffs: list[Difference], deliberate: list[Deliberate]) -> tuple[list[Difference], set[int]]:

@@ -19,7 +19,7 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\s*(?:([+-])\s*(\d+))?\
 
 #: the step keys a request step may have (anything else in a step is an error: a typo must not be ignored)
 REQUEST_KEYS = frozenset({
-    "name", "to", "conn", "code", "header", "body", "body_json", "body_hex", "batch", "oneway", "language",
+    "name", "to", "conn", "code", "header", "body", "body_size", "body_json", "body_hex", "batch", "oneway", "language",
     "version", "serialize", "timeout", "save", "save_time", "until", "body_as", "flag",
 })
 OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply"})

@@ -258,6 +258,8 @@ class Session:
         body = b""
         if "body" in spec:
             body = str(substitute(spec["body"], names)).encode()
+        elif "body_size" in spec:
+            body = b"x" * int(spec["body_size"])
         elif "body_json" in spec:
             body = msgspec.json.encode(substitute(spec["body_json"], names))
         elif "body_hex" in spec:
