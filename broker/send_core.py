@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.send")
-_PERM_WRITE = int(PermName.WRITE)  # a plain int: `int & IntFlag` runs IntFlag's Python-level __rand__ per send
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
 
 #: handlePutMessageResult's mapping: store status -> response code and remark
@@ -157,11 +156,11 @@ class SendMessageCore:
         queue_id = h.queue_id
         if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
             raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                              f"request queueId[{queue_id}] is illegal, {tc.topic_name} Producer: {request.producer}")
+                              f"request queueId[{queue_id}] is illegal, {tc.java_string()} Producer: {request.producer}")
         if queue_id < 0:
             queue_id = random.randrange(max(1, tc.write_queue_nums))
-        if not tc.perm & _PERM_WRITE:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        # a topic's own perm is not checked here: 4.9.8 and 5.x store a send to a read-only topic (clients skip
+        # such queues through the route's perm)
         request.queue_id = queue_id
         request.sys_flag = h.sys_flag | _MULTI_TAGS if tc.topic_filter_type == 1 else h.sys_flag
 

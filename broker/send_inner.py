@@ -61,13 +61,18 @@ def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
     return index_keys, tag_hash_code(tags.decode()) if tags else 0, wait, special
 
 
-def _properties_too_big(raw: bytes) -> BrokerError:
-    return BrokerError(ResponseCode.MESSAGE_ILLEGAL,
-                       f"the message properties size {len(raw)} exceeds {MAX_PROPERTIES_SIZE}")
+def message_illegal_remark(limit: int) -> str:
+    """4.9.8's one remark for a body over maxMessageSize and for properties over 32767 bytes."""
+    return (f"the message is illegal, maybe msg body or properties length not matched. msg body length limit "
+            f"{limit}B, msg properties length limit 32KB.")
+
+
+def _properties_too_big(raw: bytes, limit: int) -> BrokerError:
+    return BrokerError(ResponseCode.MESSAGE_ILLEGAL, message_illegal_remark(limit))
 
 
 def _body_too_big(size: int, limit: int, what: str = "message") -> BrokerError:
-    return BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the {what} body size {size} exceeds maxMessageSize {limit}")
+    return BrokerError(ResponseCode.MESSAGE_ILLEGAL, message_illegal_remark(limit))
 
 
 class InnerMessageBuilder:
@@ -78,9 +83,9 @@ class InnerMessageBuilder:
 
     def _check_sizes(self, raw: bytes, body: bytes) -> None:
         """The size rules every single message passes: its final properties, then its body."""
-        if len(raw) > MAX_PROPERTIES_SIZE:
-            raise _properties_too_big(raw)
         limit = self.broker.config.store.max_message_size  # read per message: updateBrokerConfig changes it at run time
+        if len(raw) > MAX_PROPERTIES_SIZE:
+            raise _properties_too_big(raw, limit)
         if len(body) > limit:
             raise _body_too_big(len(body), limit)
 
@@ -105,7 +110,7 @@ class InnerMessageBuilder:
         raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
         body = request.body
         if len(raw) > MAX_PROPERTIES_SIZE:  # _check_sizes' rules, inlined
-            raise _properties_too_big(raw)
+            raise _properties_too_big(raw, self.broker.config.store.max_message_size)
         if limit is None:
             limit = self.broker.config.store.max_message_size
         if len(body) > limit:
@@ -178,7 +183,7 @@ class InnerMessageBuilder:
             for flag, body, raw in iter_batch(request.body):
                 raw = (raw.rstrip(b"\x02") + suffix) if raw else suffix[1:]
                 if len(raw) > MAX_PROPERTIES_SIZE:
-                    raise _properties_too_big(raw)
+                    raise _properties_too_big(raw, self.broker.config.store.max_message_size)
                 total += len(body)
                 index_keys, tags_code, _, _ = _scan_properties(raw)
                 inners.append(MessageExtBrokerInner(topic, queue_id, body, flag, raw, tags_code, sys_flag, born_ts, born,

@@ -101,6 +101,13 @@ class TopicConfig(Body):
     topic_sys_flag: int = 0
     order: bool = False
 
+    def java_string(self) -> str:
+        """As Java's TopicConfig.toString() writes it (4.9.8 puts it in some refusals' remarks)."""
+        perm = ("R" if self.perm & 4 else "-") + ("W" if self.perm & 2 else "-") + ("X" if self.perm & 1 else "-")
+        return (f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
+                f"writeQueueNums={self.write_queue_nums}, perm={perm}, topicFilterType={self.topic_filter_type.name}, "
+                f"topicSysFlag={self.topic_sys_flag}, order={'true' if self.order else 'false'}]")
+
 
 class DataVersion(Body):
     """Change stamp of a config table; the name server skips registrations whose version it already has."""

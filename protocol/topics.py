@@ -84,9 +84,9 @@ def topic_problem(topic: str) -> str | None:
     if not topic or not topic.strip():
         return "The specified topic is blank."
     if not _VALID_NAME.match(topic):
-        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if len(topic) > TOPIC_MAX_LENGTH:
-        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+        return "The specified topic is longer than topic max length."
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import SerializeType
 from rocketmq_emulator.protocol.headers import SendMessageResponseHeader, decode_send_header
 from rocketmq_emulator.protocol.message import pack_host
@@ -39,7 +39,10 @@ class SendMessageProcessor:
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         request = SendMessageRequest(decode_send_header(req.code, req.ext_fields), req.body, *self._producer(conn),
                                      req.version)
-        return self._response(req, self.core.send(request))
+        try:
+            return self._response(req, self.core.send(request))
+        except BrokerError as exc:
+            return self._refusal(req, exc)
 
     def send_messages(self, reqs: list[RemotingCommand], conn: RemotingConnection
                       ) -> list[RemotingCommand | BaseException | bytes | None]:
@@ -60,7 +63,9 @@ class SendMessageProcessor:
         encode = self._success_frame
         for i, outcome in zip(at, self.core.send_run(requests)):
             req = reqs[i]
-            if not isinstance(outcome, SendMessageResponse):
+            if isinstance(outcome, BrokerError):
+                answers[i] = self._refusal(req, outcome)
+            elif not isinstance(outcome, SendMessageResponse):
                 answers[i] = outcome
             elif outcome.code == _SUCCESS and outcome.msg_id is not None and req.serialize_type == _JSON:
                 answers[i] = encode(outcome.msg_id, outcome.queue_id, outcome.queue_offset, req.opaque)
@@ -75,6 +80,11 @@ class SendMessageProcessor:
         if born is None:
             born = conn.attributes["born_host"] = pack_host(conn.remote_ip or "127.0.0.1")
         return born, conn.remote_port, conn.peer
+
+    def _refusal(self, req: RemotingCommand, exc: BrokerError) -> RemotingCommand:
+        """A send the core refused: with MSG_REGION and TRACE_ON, as 4.9.8 answers every refusal after the header
+        was read (a header it cannot read is answered without them, by the transport)."""
+        return RemotingCommand.response_to(req, exc.code, exc.remark, dict(self._response_extra))
 
     def _response(self, req: RemotingCommand, outcome: SendMessageResponse) -> RemotingCommand:
         ext = {} if outcome.msg_id is None else \
