@@ -35,12 +35,14 @@ class DelayOffsetSerializeWrapper(Body):
     offset_table: dict[int, int] = msgspec.field(default_factory=dict)
 
 
-def unparked(msg: MessageExt, *drop: str) -> MessageExtBrokerInner | None:
+def unparked(msg: MessageExt, *drop: str, keep: bool = False) -> MessageExtBrokerInner | None:
     """A message parked for later (delay level, delivery time) as it goes into its real topic and queue (REAL_TOPIC
-    / REAL_QID), without those and the `drop` properties; None when it names no real topic."""
+    / REAL_QID), without those and the `drop` properties; None when it names no real topic. `keep`: every property
+    stays, REAL_TOPIC, REAL_QID and DELAY included, as 4.9.8's (and 5.x's) ScheduleMessageService stores a delayed
+    message that is due (it writes the parked message's properties, then clears DELAY from the map only)."""
     props = dict(msg.properties)
-    topic = props.pop(PROPERTY_REAL_TOPIC, None)
-    queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
+    topic = props.get(PROPERTY_REAL_TOPIC) if keep else props.pop(PROPERTY_REAL_TOPIC, None)
+    queue_id = int((props.get(PROPERTY_REAL_QUEUE_ID) if keep else props.pop(PROPERTY_REAL_QUEUE_ID, "0")) or 0)
     for name in drop:
         props.pop(name, None)
     return None if topic is None else MessageExtBrokerInner.rebuilt(msg, topic, queue_id, props)
@@ -183,7 +185,7 @@ class ScheduleMessageService:
             event.set()
 
     def _redeliver(self, msg: MessageExt) -> bool:
-        inner = unparked(msg, PROPERTY_DELAY_TIME_LEVEL)
+        inner = unparked(msg, keep=True)
         if inner is None:
             log.warning("scheduled message at %d has no REAL_TOPIC; dropped", msg.commit_log_offset)
             return True

@@ -144,7 +144,8 @@ class InnerMessageBuilder:
         deliver = props.get(PROPERTY_TIMER_DELIVER_MS) if not half and level <= 0 else None
         deliver_ms = int(deliver) if deliver is not None and deliver.isdigit() else 0
         if level > 0 or PROPERTY_CLUSTER in props or half or deliver is not None:
-            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+            if level <= 0 and not half:  # 4.9.8 writes a delayed or half message's properties again, WAIT included
+                props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
             props[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
             if level > 0:
                 topic, queue_id, tags_code = self.broker.schedule_service.park(topic, queue_id, props, level)

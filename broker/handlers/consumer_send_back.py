@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID,
+                                                PROPERTY_WAIT_STORE_MSG_OK,
                                                 PROPERTY_RETRY_TOPIC, PROPERTY_TAGS, encode_properties, pack_host,
                                                 tag_hash_code)
 from rocketmq_emulator.protocol.topics import dlq_topic, retry_topic
@@ -51,7 +52,7 @@ class ConsumerSendBackProcessor:
         if msg.reconsume_times >= max_times or delay_level < 0:
             topic, queue_id = dlq_topic(h.group), 0
             b.topic_config_manager.create_without_template(topic, 1)
-            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            props[PROPERTY_DELAY_TIME_LEVEL] = "0"  # as 4.9.8 stores a message sent back to the DLQ
             delay_level = 0
         else:
             topic = retry_topic(h.group)
@@ -60,6 +61,7 @@ class ConsumerSendBackProcessor:
             if delay_level == 0:
                 delay_level = 3 + msg.reconsume_times
         props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, h.origin_msg_id or msg.msg_id)
+        props[PROPERTY_WAIT_STORE_MSG_OK] = "false"  # 4.9.8's setWaitStoreMsgOK(false): kept in the record
         tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
         if delay_level > 0:
             topic, queue_id, tags_code = b.schedule_service.park(topic, queue_id, props, delay_level)

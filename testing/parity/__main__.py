@@ -8,6 +8,9 @@
         each scenario against a fresh emulator, compared with its snapshot (what the test suite does)
     python -m rocketmq_emulator.testing.parity list
         the corpus: scenarios, families, requests per scenario
+    python -m rocketmq_emulator.testing.parity record-clients [--times 2] [--raw DIR] [NAME ...]
+        the client scenarios (tests/parity/clients/scenarios.toml: Java, C++ and Go clients) against fresh real
+        4.9.8 brokers; tests/parity/clients/<name>.json when the recordings agree (clients.py)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .compare import diff_records, load_deliberate, report, split_deliberate
 from .corpus import Scenario, load_corpus
@@ -32,7 +36,7 @@ def _record(scenarios: list[Scenario], times: int, raw: Path | None) -> int:
     remoting = [s for s in scenarios if s.protocol == "remoting"]
     jobs = [(s, i) for s in remoting for i in range(times)]
     failed = 0
-    recordings: dict[str, list[list[dict]]] = {}
+    recordings: dict[str, list[list[dict[str, Any]]]] = {}
     # one broker starts while the previous job runs (a real broker takes 5-10 s to start)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         pending = [pool.submit(start, REAL_49, s.settings) for s, _ in jobs[:1]]
@@ -95,7 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--compat", choices=["4.9", "5"], help="the emulator's compatibility mode (default: its own)")
     rep.add_argument("scenarios", nargs="*")
     sub.add_parser("list", help="the corpus")
+    rc = sub.add_parser("record-clients", help="record the client scenarios (tests/parity/clients) twice against "
+                        "fresh real 4.9.8 brokers")
+    rc.add_argument("--times", type=int, default=2, help="recordings per scenario, each on a fresh broker")
+    rc.add_argument("--raw", type=Path, help="also keep each observation before normalisation here")
+    rc.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
+    if args.command == "record-clients":
+        from .clients import record as record_clients
+        return record_clients(args.names or None, max(1, args.times), args.raw)
     scenarios = load_corpus(CORPUS_DIR, getattr(args, "scenarios", None) or None)
     if args.command == "record":
         return _record(scenarios, max(1, args.times), args.raw)

@@ -78,14 +78,21 @@ _MSGID = re.compile(r"^[0-9A-F]{32}$")
 
 
 def _msgid(value: Any, ctx: Context) -> Any:
-    """An offset message id is the store's IP, port and commitlog offset: the port is the run's."""
-    if isinstance(value, str) and _MSGID.match(value) and value.startswith("7F000001"):
+    """An offset message id is the store's IP, port and commitlog offset: the port is the run's. A batch's answer
+    lists its ids with commas."""
+    if not isinstance(value, str) or not value.startswith("7F000001"):
+        return value
+    ids = value.split(",")
+    if not all(_MSGID.match(i) for i in ids):
+        return value
+    out = []
+    for one in ids:
         try:
-            ip, port, offset = decode_message_id(value)
+            ip, port, offset = decode_message_id(one)
         except ValueError:
             return value
-        return f"<msgid {ip}:{ctx.port_name(port)} @{offset}>"
-    return value
+        out.append(f"<msgid {ip}:{ctx.port_name(port)} @{offset}>")
+    return ",".join(out)
 
 
 VALUE_RULES: tuple[ValueRule, ...] = (

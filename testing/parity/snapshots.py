@@ -48,7 +48,8 @@ def write_snapshot(scenario: Scenario, records: list[dict[str, Any]], recorded_w
 
 
 def read_snapshot(name: str) -> dict[str, Any]:
-    return json.loads(snapshot_path(name).read_text())  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(snapshot_path(name).read_text())
+    return data
 
 
 def emulator_settings(scenario: Scenario, compat: str | None) -> dict[str, str]:
