@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 
+from .remarks import suggest_todo
+
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, TopicConfig
 
@@ -28,7 +30,7 @@ def check_consume(b: BrokerState, group: str, topic: str, queue_id: int, *, verb
         raise BrokerError(R.NO_PERMISSION, f"subscription group no permission, {group}")
     tc = b.topic_config_manager.get(topic)
     if tc is None:
-        raise BrokerError(R.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        raise BrokerError(R.TOPIC_NOT_EXIST, suggest_todo(f"topic[{topic}] not exist, apply first please! "))
     if not tc.perm & PermName.READ:
         raise BrokerError(R.NO_PERMISSION, f"the topic[{topic}] {verb} message is forbidden")
     if not (any_queue and queue_id == -1) and not 0 <= queue_id < tc.read_queue_nums:

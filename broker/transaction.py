@@ -22,11 +22,13 @@ from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_NOT_TYPE, TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
-                                                PROPERTY_TAGS, PROPERTY_TRANSACTION_PREPARED, MessageExt,
+                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, MessageExt,
                                                 encode_properties, pack_host, tag_hash_code)
 from rocketmq_emulator.protocol.topics import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner, keys_of
 from rocketmq_emulator.store.results import STORED, PutMessageResult
+
+from .remarks import NOT_SET_ANY_RESPONSE_CODE
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState
@@ -79,15 +81,16 @@ class TransactionalMessageService:
             if result.status not in STORED:
                 log.warning("transaction %s: the committed message was not stored: %s", h.msg_id, result.status.name)
                 return ResponseCode.SYSTEM_ERROR, f"commit of the prepared message failed: {result.status.name}"
+            self.put_op(half)
+            return ResponseCode.SUCCESS, None
         self.put_op(half)
-        return ResponseCode.SUCCESS, None
+        return ResponseCode.SUCCESS, NOT_SET_ANY_RESPONSE_CODE  # 4.9.8 answers a rollback with the default remark
 
     def _real_message(self, half: MessageExt, h: EndTransactionRequestHeader) -> MessageExtBrokerInner:
         """endMessageTransaction: the half message as its real topic and queue, committed."""
-        props = dict(half.properties)
-        topic = props.pop(PROPERTY_REAL_TOPIC, "")
-        queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0") or 0)
-        props.pop(PROPERTY_TRANSACTION_PREPARED, None)
+        props = half.properties  # stored as they are, REAL_TOPIC, REAL_QID and TRAN_MSG included: 4.9.8 writes the
+        topic = props.get(PROPERTY_REAL_TOPIC, "")  # half's properties, then clears those from the map only
+        queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0)
         return MessageExtBrokerInner(
             topic, queue_id, half.body, half.flag, encode_properties(props).encode(),
             tag_hash_code(props.get(PROPERTY_TAGS)), (half.sys_flag & ~TRANSACTION_TYPE_MASK) | COMMIT,
@@ -96,9 +99,9 @@ class TransactionalMessageService:
 
     def put_op(self, half: MessageExt) -> PutMessageResult:
         """The op record of a decided half message (putOpMessage with REMOVETAG)."""
-        b = self.broker
-        self._ensure_topic(TRANS_OP_HALF_TOPIC)
-        props = {PROPERTY_TAGS: REMOVE_TAG}
+        b = self.broker  # the op topic gets no topic config: 4.9.8 writes it straight to the store (a pull of it
+        props = {PROPERTY_TAGS: REMOVE_TAG, PROPERTY_WAIT_STORE_MSG_OK: "true"}  # is answered TOPIC_NOT_EXIST); WAIT
+        # as Java's Message constructor sets it
         op = MessageExtBrokerInner(TRANS_OP_HALF_TOPIC, half.queue_id, str(half.queue_offset).encode(), 0,
                                    encode_properties(props).encode(), tag_hash_code(REMOVE_TAG), 0,
                                    time.time_ns() // 1_000_000, b.store_host_packed, b.listen_port)

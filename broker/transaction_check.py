@@ -20,7 +20,8 @@ from rocketmq_emulator.protocol.message import (PROPERTY_CHECK_IMMUNITY_TIME_IN_
                                                 PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
                                                 PROPERTY_TRANSACTION_CHECK_TIMES,
                                                 PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
-                                                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MessageExt, decode_messages,
+                                                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, PROPERTY_WAIT_STORE_MSG_OK,
+                                                MessageExt, decode_messages,
                                                 encode_properties, pack_host, tag_hash_code)
 from rocketmq_emulator.protocol.topics import (TRANS_CHECK_MAX_TIME_TOPIC, TRANS_CONSUMER_GROUP, TRANS_HALF_TOPIC,
                                                TRANS_OP_HALF_TOPIC)
@@ -189,6 +190,10 @@ class TransactionalMessageCheckService:
         header = CheckTransactionStateRequestHeader(
             tran_state_table_offset=half.queue_offset, commit_log_offset=half.commit_log_offset, msg_id=uniq,
             transaction_id=uniq, offset_msg_id=half.offset_msg_id)
+        # 4.9.8's put-back sets WAIT=false in the properties map it shares with the message it checks: the check
+        # carries WAIT=false, the stored copy keeps the half's WAIT
+        half.properties_raw = encode_properties({**props, PROPERTY_WAIT_STORE_MSG_OK: "false"}).encode()
+        half._properties = None
         cmd = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext(), half.encode())
         if not info.connection.invoke_oneway(cmd):
             log.info("transaction check of group %s: the producer's connection is gone", group)

@@ -130,7 +130,8 @@ async def test_a_topic_without_read_permission_refuses_pulls(harness):
 
 async def test_an_unknown_topic_is_refused(harness):
     r = await harness.pull("G", "Nowhere", 0, 0)
-    assert r.code == R.TOPIC_NOT_EXIST and r.remark == "topic[Nowhere] not exist, apply first please!"
+    assert r.code == R.TOPIC_NOT_EXIST and r.remark == ("topic[Nowhere] not exist, apply first please! "
+                                                        "\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
 
 
 async def test_an_unknown_group_is_refused_without_auto_creation(tmp_path):
