@@ -60,7 +60,9 @@ class ConsumerSendBackProcessor:
             queue_id = random.randrange(cfg.retry_queue_nums)
             if delay_level == 0:
                 delay_level = 3 + msg.reconsume_times
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, h.origin_msg_id or msg.msg_id)
+        # 4.9.8 (and 5.x): the stored message's offset msgId (lookMessageByOffset decodes it so), not the header's
+        # originMsgId (a client sends its UNIQ_KEY there); a message sent back again keeps its first one
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.offset_msg_id)
         props[PROPERTY_WAIT_STORE_MSG_OK] = "false"  # 4.9.8's setWaitStoreMsgOK(false): kept in the record
         tags_code = tag_hash_code(props.get(PROPERTY_TAGS))
         if delay_level > 0:

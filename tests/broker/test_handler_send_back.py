@@ -81,3 +81,15 @@ async def test_a_broker_without_write_permission_refuses(tmp_path):
     async with BrokerHarness(tmp_path, brokerPermission=4) as broker:  # read only
         r = await broker.ask(RequestCode.CONSUMER_SEND_MSG_BACK, back(0))
     assert r.code == R.NO_PERMISSION and r.remark == "the broker[127.0.0.1] sending message is forbidden"
+
+
+async def test_origin_message_id_is_the_stored_messages_offset_id_not_the_clients_uniq_key(harness):
+    """4.9.8 writes the offset msgId of the message it looked up (a Java client sends its UNIQ_KEY as the header's
+    originMsgId; the parity client scenario java_retries_to_dlq saw the real broker ignore it)."""
+    uniq = "FD00000000000000000000000000000246534E0E2F2A857E7ED40000"
+    r = await harness.send("Orders", b"failed", tags="A", properties={"UNIQ_KEY": uniq})
+    offset_id = r.ext("offsetMsgId") or r.ext("msgId")
+    offset = decode_message_id(offset_id)[2]
+    assert (await harness.ask(RequestCode.CONSUMER_SEND_MSG_BACK, back(offset, uniq, max_reconsume_times=0))).code == 0
+    [msg] = decode_messages((await harness.pull("dlq-reader", "%DLQ%G", 0, 0)).body)
+    assert msg.properties["ORIGIN_MESSAGE_ID"] == offset_id != uniq
