@@ -321,7 +321,7 @@ class ViewMessageRequestHeader(CommandHeader, kw_only=True):
 
 class QueryMessageRequestHeader(CommandHeader, kw_only=True, rename=camel_except(unique_key_query="_UNIQUE_KEY_QUERY")):
     topic: str
-    key: str
+    key: str | None = None  # 4.9.8 reads no key as a key nothing matches
     max_num: int
     begin_timestamp: int
     end_timestamp: int
@@ -486,6 +486,8 @@ class CreateTopicRequestHeader(CommandHeader, kw_only=True):
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int | None = None
     order: bool = False
+    #: 5.x: "+message.type=FIFO" (AttributeParser: `+key=value` / `-key`, comma separated)
+    attributes: str | None = None
 
 
 class DeleteSubscriptionGroupRequestHeader(CommandHeader, kw_only=True):

@@ -37,9 +37,13 @@ class QueryMessageProcessor:
         if h.unique_key_query:
             max_num = DEFAULT_QUERY_MAX_NUM
         end = h.end_timestamp if h.end_timestamp > 0 else int(time.time() * 1000)
-        result = self.broker.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, end)
-        if not result.messages:
-            raise BrokerError(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
+        result = self.broker.store.query_message(h.topic, h.key or "", max_num, h.begin_timestamp, end)
+        if not result.messages:  # 4.9.8 answers with its header, both fields 0
+            return RemotingCommand.response_to(
+                req, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct",
+                QueryMessageResponseHeader(index_last_update_timestamp=0, index_last_update_phyoffset=0).to_ext())
+        # the newest max_num, in the order they were stored (as 4.9.8 answers)
+        body = b"".join(bytes(m) for _, m in sorted(zip(result.phy_offsets, result.messages), key=lambda p: p[0]))
         return RemotingCommand.response_to(req, ext_fields=QueryMessageResponseHeader(
             index_last_update_timestamp=result.index_last_update_timestamp,
-            index_last_update_phyoffset=result.index_last_update_phyoffset).to_ext(), body=result.body())
+            index_last_update_phyoffset=result.index_last_update_phyoffset).to_ext(), body=body)
