@@ -132,6 +132,9 @@ class BrokerConfig:
     pop_from_retry_probability: int = 20
     #: the shortest invisible time a gRPC receive may ask for, ms (the 5.x proxy's minInvisibleTimeMillsForRecv)
     min_invisible_time_mills_for_recv: int = 10000
+    #: the 5.x proxy's enableTopicMessageTypeCheck: a gRPC send whose message type is not its topic's (the topic
+    #: attribute `message.type`, NORMAL when unset) is refused with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    enable_topic_message_type_check: bool = True
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 

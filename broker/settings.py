@@ -192,7 +192,7 @@ _BROKER: dict[str, Parse] = {
     "enablePropertyFilter": _bool, "transactionTimeOut": _number("long", 0, 2**63 - 1),
     "transactionCheckMax": _number("int", 1, _INT32), "transactionCheckInterval": _number("long", 1, 2**63 - 1),
     "rejectTransactionMessage": _bool, "popFromRetryProbability": _number("int", 0, 100),
-    "minInvisibleTimeMillsForRecv": _number("long", 0, 2**63 - 1)}
+    "minInvisibleTimeMillsForRecv": _number("long", 0, 2**63 - 1), "enableTopicMessageTypeCheck": _bool}
 #: its store's (Java's MessageStoreConfig)
 _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),

@@ -21,6 +21,46 @@ log = logging.getLogger("rocketmq_emulator.topics")
 PERM_INHERIT, PERM_WRITE, PERM_READ = int(PermName.INHERIT), int(PermName.WRITE), int(PermName.READ)
 
 
+#: 5.x topic attributes (TopicAttributes.ALL) and the values each takes (None: any)
+TOPIC_ATTRIBUTES: dict[str, frozenset[str] | None] = {
+    "message.type": frozenset({"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}),
+    "queue.type": frozenset({"BatchCQ", "SimpleCQ"}), "cleanup.policy": frozenset({"DELETE", "COMPACTION"}),
+    "reserve.time": None}
+MESSAGE_TYPE = "message.type"
+
+
+def topic_message_type(tc: TopicConfig | None) -> str:
+    """5.x's TopicConfig.getTopicMessageType: the `message.type` attribute; NORMAL when the topic has none (a
+    topic made the 4.x way); UNSPECIFIED for no topic (the proxy's LocalMetadataService)."""
+    if tc is None:
+        return "UNSPECIFIED"
+    return (tc.attributes or {}).get(MESSAGE_TYPE, "NORMAL")
+
+
+def alter_attributes(current: dict[str, str] | None, modification: str | None) -> dict[str, str] | None:
+    """UPDATE_AND_CREATE_TOPIC's `attributes` header (5.x AttributeParser: "+key=value,-key") applied to the topic's
+    attributes. 5.x refuses a MIXED message type unless enableMixedMessageType (not an emulator setting)."""
+    if not modification:
+        return current
+    out = dict(current or {})
+    for item in (i.strip() for i in modification.split(",")):
+        if not item:
+            continue
+        sign, key, value = item[0], item[1:].partition("=")[0], item[1:].partition("=")[2]
+        if sign not in "+-" or key not in TOPIC_ATTRIBUTES:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"unsupported key: {item.lstrip('+-').partition('=')[0]}")
+        if sign == "-":
+            out.pop(key, None)
+            continue
+        allowed = TOPIC_ATTRIBUTES[key]
+        if allowed is not None and value not in allowed:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"value is not in set: {sorted(allowed)}")
+        if key == MESSAGE_TYPE and value == "MIXED":
+            raise BrokerError(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        out[key] = value
+    return out or None
+
+
 def validate_topic(topic: str) -> None:
     """§9.1 step 4: blank, bad characters or too long -> SYSTEM_ERROR naming the problem."""
     problem = topic_problem(topic)

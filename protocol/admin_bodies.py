@@ -100,6 +100,8 @@ class TopicConfig(Body):
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
+    #: 5.x topic attributes (`message.type`: NORMAL, FIFO, DELAY, TRANSACTION); None (not written) when none set
+    attributes: dict[str, str] | None = None
 
     def java_string(self) -> str:
         """As Java's TopicConfig.toString() writes it (4.9.8 puts it in some refusals' remarks)."""

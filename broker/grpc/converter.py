@@ -17,6 +17,8 @@ from rocketmq_emulator.protocol.message import (PROPERTY_KEYS, PROPERTY_TAGS,
                                                 MessageExt)
 from rocketmq_emulator.protocol.topics import origin_topic
 
+from .validate import RESERVED_PROPERTIES
+
 PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
 PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
 PROPERTY_BORN_HOST = "__BORNHOST"
@@ -94,7 +96,7 @@ def to_v2(msg: MessageExt, *, receipt_handle: str | None = None, attempt: int | 
     out = v2.Message()
     out.topic.name = topic or origin_topic(msg.topic, props)
     for k, v in props.items():
-        if k not in SYSTEM_PROPERTIES:
+        if k not in RESERVED_PROPERTIES:
             out.user_properties[k] = v
     sp = out.system_properties
     tag = props.get(PROPERTY_TAGS)

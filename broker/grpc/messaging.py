@@ -19,16 +19,18 @@ from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_TIMER_DELIVER_MS, decode_message_id,
-                                                java_string_hash)
+from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                                                decode_message_id)
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 
 from ..broker_context import BrokerContext
 from ..pop.checkpoint import ReceiptHandle
 from ..pop.service import PopRequest
 from ..send_request import SendMessageRequest
-from ..timer import MAX_DELAY_MS
+from ..topic_config import topic_message_type
 from . import converter as cv
+from .validate import (Failure, check_message_type, fifo_queue, validate_group, validate_invisible_time,
+                       validate_message, validate_topic)
 
 log = logging.getLogger("rocketmq_emulator.grpc")
 C = v2.Code
@@ -36,8 +38,21 @@ T = v2.MessageType
 #: the producer group of messages sent through gRPC (5.x producers have none): transaction check-backs go to a
 #: 5.x producer publishing the message's topic
 GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
-ACCEPTED_TYPES = (T.NORMAL, T.FIFO, T.DELAY, T.TRANSACTION)  # topics made the 4.x way are MIXED
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
+PROPERTY_TRANSACTION_ID = "__transactionId__"
+PROPERTY_BORN_HOST = cv.PROPERTY_BORN_HOST
+#: the route's acceptMessageTypes of a topic's message type (RouteActivity.parseTopicMessageType)
+ACCEPTED_TYPES = {"NORMAL": (T.NORMAL,), "FIFO": (T.FIFO,), "DELAY": (T.DELAY,), "TRANSACTION": (T.TRANSACTION,),
+                  "MIXED": (T.NORMAL, T.FIFO, T.DELAY, T.TRANSACTION)}
+#: the proxy's grpcClientConsumerMin/MaxLongPollingTimeoutMillis: a receive waits at least 5 s, at most 20 s
+MIN_LONG_POLLING_MS = 5_000
+MAX_LONG_POLLING_MS = 20_000
+FAQ = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+#: what the proxy in local mode answers a receive of a topic the broker does not have (its NullPointerException)
+NO_TOPIC_ON_RECEIVE = ('Cannot invoke "org.apache.rocketmq.common.TopicConfig.getPerm()" because "<parameter1>" is '
+                       "null. NullPointerException. org.apache.rocketmq.proxy.service.route.LocalTopicRouteService."
+                       "toTopicRouteData(LocalTopicRouteService.java:83)")
+NO_TRANSACTION_DATA = "org.apache.rocketmq.proxy.common.ProxyException: cannot found transaction data"
+CODE_NAMES = {number: name for name, number in vars(C).items()}
 #: the receive of an auto-renewing (push) consumer: the proxy's default invisible time
 AUTO_RENEW_INVISIBLE_MS = 60_000
 DEFAULT_LONG_POLLING_MS = 20_000
@@ -56,13 +71,16 @@ class ClientSession:
     last_seen: float = field(default_factory=time.monotonic)
 
 
-class Failure(Exception):
-    """An RPC refused with a status code of the 5.x protocol."""
+def named(code: int) -> Any:
+    """A status whose message is its code's name, as the proxy answers OK and whole-request outcomes."""
+    return cv.status(code, CODE_NAMES.get(code, str(code)))
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+
+def handle_parse_failure(text: str) -> Failure:
+    """ReceiptHandle.decode's refusal of a handle of fewer than 8 fields, as the proxy answers it."""
+    return Failure(C.INTERNAL_SERVER_ERROR, f"Parse failed, dataList size {len(text.split(' '))}. "
+                   "IllegalArgumentException. org.apache.rocketmq.common.consumer.ReceiptHandle.decode("
+                   "ReceiptHandle.java:56)")
 
 
 def _status_of(exc: Exception) -> Any:
@@ -83,13 +101,15 @@ class MessagingService:
         self.endpoint = endpoint
         self.sessions: dict[str, ClientSession] = {}
         self._round_robin = itertools.count()
+        #: the proxy's TransactionService: (topic, transaction id) -> (broker name, commit log offset) of the half
+        self.transactions: dict[tuple[str, str], tuple[str, int]] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
     def session(self, context: Any) -> ClientSession:
         md = dict(context.invocation_metadata() or ())
         client_id = md.get("x-mq-client-id")
         if not client_id:
-            raise Failure(C.CLIENT_ID_REQUIRED, "x-mq-client-id is required")
+            raise Failure(C.CLIENT_ID_REQUIRED, "client id cannot be empty")
         now = time.monotonic()
         s = self.sessions.get(client_id)
         if s is None:
@@ -113,7 +133,8 @@ class MessagingService:
     def brokers_of(self, topic: str) -> list[BrokerContext]:
         found = [b for b in self.brokers() if b.topic_config_manager.get(topic) is not None]
         if not found:
-            raise Failure(C.TOPIC_NOT_FOUND, f"topic {topic!r} not found")
+            raise Failure(C.TOPIC_NOT_FOUND, f"CODE: 17  DESC: No topic route info in name server for the topic: "
+                                             f"{topic}{FAQ}")
         return found
 
     def group_config(self, b: BrokerContext, group: str) -> Any:
@@ -141,21 +162,19 @@ class MessagingService:
         try:
             self.session(context)
             topic = request.topic.name
+            validate_topic(topic)
             endpoints = self.endpoints(request.endpoints)
             queues = []
             for b in self.brokers_of(topic):
                 tc = b.topic_config_manager.get(topic)
                 assert tc is not None
                 broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
-                for qid in range(max(tc.read_queue_nums, tc.write_queue_nums)):
-                    read = qid < tc.read_queue_nums and tc.perm & PermName.READ
-                    write = qid < tc.write_queue_nums and tc.perm & PermName.WRITE
-                    perm = v2.Permission.READ_WRITE if read and write else v2.Permission.READ if read else \
-                        v2.Permission.WRITE if write else v2.Permission.NONE
-                    mq = v2.MessageQueue(id=qid, permission=perm, broker=broker, accept_message_types=ACCEPTED_TYPES)
+                accepted = ACCEPTED_TYPES.get(topic_message_type(tc), (T.MESSAGE_TYPE_UNSPECIFIED,))
+                for qid, perm in enumerate(_route_queues(tc.read_queue_nums, tc.write_queue_nums, tc.perm)):
+                    mq = v2.MessageQueue(id=qid, permission=perm, broker=broker, accept_message_types=accepted)
                     mq.topic.CopyFrom(request.topic)
                     queues.append(mq)
-            return v2.QueryRouteResponse(status=cv.status(), message_queues=queues)
+            return v2.QueryRouteResponse(status=named(C.OK), message_queues=queues)
         except Exception as exc:  # noqa: BLE001 - every failure is a status
             return v2.QueryRouteResponse(status=_status_of(exc))
 
@@ -167,7 +186,7 @@ class MessagingService:
                 s.group = request.group.name
                 for b in self.brokers():
                     self.group_config(b, s.group)
-            return v2.HeartbeatResponse(status=cv.status())
+            return v2.HeartbeatResponse(status=named(C.OK))
         except Exception as exc:  # noqa: BLE001
             return v2.HeartbeatResponse(status=_status_of(exc))
 
@@ -176,153 +195,192 @@ class MessagingService:
         s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
         if s is not None and s.outbox is not None:
             s.outbox.put_nowait(None)
-        return v2.NotifyClientTerminationResponse(status=cv.status())
+        return v2.NotifyClientTerminationResponse(status=named(C.OK))
 
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
             topic = request.topic.name
+            validate_topic(topic)
+            validate_group(request.group.name)
             endpoints = self.endpoints(request.endpoints)
             out = []
             for b in self.brokers_of(topic):
-                self.group_config(b, request.group.name)
-                mq = v2.MessageQueue(id=-1, permission=v2.Permission.READ_WRITE, accept_message_types=ACCEPTED_TYPES,
-                                     broker=v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints))
-                mq.topic.CopyFrom(request.topic)
-                out.append(v2.Assignment(message_queue=mq))
-            return v2.QueryAssignmentResponse(status=cv.status(), assignments=out)
+                tc = b.topic_config_manager.get(topic)
+                assert tc is not None
+                if not tc.perm & PermName.READ or tc.read_queue_nums <= 0:
+                    continue
+                cfg = b.subscription_group_manager.find(request.group.name)
+                fifo = bool(getattr(cfg, "consume_message_orderly", False))
+                broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
+                for qid in range(tc.read_queue_nums) if fifo else (-1,):
+                    mq = v2.MessageQueue(id=qid, permission=_permission(tc.perm), broker=broker)
+                    mq.topic.CopyFrom(request.topic)
+                    out.append(v2.Assignment(message_queue=mq))
+            if not out:
+                return v2.QueryAssignmentResponse(status=cv.status(C.FORBIDDEN, "no readable queue"))
+            return v2.QueryAssignmentResponse(status=named(C.OK), assignments=out)
         except Exception as exc:  # noqa: BLE001
             return v2.QueryAssignmentResponse(status=_status_of(exc))
 
     # -- send ---------------------------------------------------------------------------------------
     async def SendMessage(self, request: Any, context: Any) -> Any:
+        """SendMessageActivity + ProducerProcessor: every check first (one refused message refuses the request),
+        the topic's message type, then the queue: a single message's group by consistent hashing, else the next
+        queue. Several messages go as one batch: one entry, with an id of the batch's own."""
         try:
             self.session(context)
-            if not len(request.messages):
-                raise Failure(C.BAD_REQUEST, "no message to send")
+            messages = request.messages
+            if not len(messages):
+                raise Failure(C.MESSAGE_CORRUPTED, "no message to send")
+            topic = messages[0].topic.name
+            validate_topic(topic)
+            now = int(time.time() * 1000)
+            for m in messages:
+                if m.topic != messages[0].topic:
+                    raise Failure(C.MESSAGE_CORRUPTED, "topic in message is not same")
+            b_any = next(iter(self.brokers()), None)
+            limit = b_any.config.store.max_message_size if b_any is not None else 4 * 1024 * 1024
+            for m in messages:
+                validate_message(m, limit, now)
             peer = _peer(context)
-            entries = [self._send_one(m, peer) for m in request.messages]
-        except Exception as exc:  # noqa: BLE001
-            return v2.SendMessageResponse(status=_status_of(exc))
-        codes = {e.status.code for e in entries}
-        overall = entries[0].status if len(codes) == 1 else cv.status(C.MULTIPLE_RESULTS, "multiple results")
-        return v2.SendMessageResponse(status=overall, entries=entries)
-
-    def _send_one(self, m: Any, peer: tuple[str, int]) -> Any:
-        sp = m.system_properties
-        try:
-            topic = m.topic.name
+            props = [self._properties(m, peer) for m in messages]
+            owners = [b for b in self.brokers() if b.topic_config_manager.get(topic) is not None]
+            if b_any is not None and b_any.config.enable_topic_message_type_check:
+                tc = owners[0].topic_config_manager.get(topic) if owners else None
+                check_message_type(topic_message_type(tc), props[0])
             b = self.brokers_of(topic)[0]
-            limit = b.config.store.max_message_size
-            if len(m.body) > limit:
-                raise Failure(C.MESSAGE_BODY_TOO_LARGE, f"message body of {len(m.body)} bytes is over {limit}")
-            if sp.HasField("tag") and ("|" in sp.tag or not sp.tag.strip()):
-                raise Failure(C.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}")
-            props = cv.properties_of(m)
-            transactional = sp.message_type == T.TRANSACTION
-            if transactional:
-                props[PROPERTY_PRODUCER_GROUP] = GRPC_PRODUCER_GROUP
-            deliver = props.get(PROPERTY_TIMER_DELIVER_MS)
-            if deliver is not None and int(deliver) - time.time() * 1000 > MAX_DELAY_MS:
-                raise Failure(C.ILLEGAL_DELIVERY_TIME, f"the delivery time is more than {MAX_DELAY_MS // 3600000} "
-                                                       "hours ahead")
             tc = b.topic_config_manager.get(topic)
             assert tc is not None
             queues = max(1, tc.write_queue_nums)
-            group = props.get(cv.PROPERTY_SHARDING_KEY)
-            queue_id = abs(java_string_hash(group)) % queues if group else next(self._round_robin) % queues
-            result = b.send_core.send(SendMessageRequest.of(
-                GRPC_PRODUCER_GROUP, topic, bytes(m.body), props, queue_id=queue_id, born_ms=cv.born_ms(m),
-                sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0, peer=peer))
-            if result.msg_id is None:
-                raise BrokerError(result.code, result.remark)
-            return v2.SendResultEntry(status=cv.status_of_remoting(result.code, result.remark or "OK"),
-                                      message_id=sp.message_id, offset=result.queue_offset,
-                                      transaction_id=result.msg_id if transactional else "")
-        except Exception as exc:  # noqa: BLE001 - one entry's failure
-            return v2.SendResultEntry(status=_status_of(exc), message_id=sp.message_id)
+            group = messages[0].system_properties.message_group if len(messages) == 1 else ""
+            queue_id = fifo_queue(group, queues) if group else next(self._round_robin) % queues
+            results = [self._store(b, topic, m, p, queue_id) for m, p in zip(messages, props)]
+        except Exception as exc:  # noqa: BLE001
+            return v2.SendMessageResponse(status=_status_of(exc))
+        first = messages[0].system_properties
+        entry = v2.SendResultEntry(status=named(C.OK), message_id=first.message_id if len(messages) == 1 else
+                                   new_message_id(), transaction_id=first.message_id, offset=results[0].queue_offset)
+        if first.HasField("delivery_timestamp") and len(messages) == 1:
+            entry.recall_handle = recall_handle(topic, b.config.broker_name, first.delivery_timestamp.ToMilliseconds(),
+                                                first.message_id)
+        return v2.SendMessageResponse(status=named(C.OK), entries=[entry])
+
+    @staticmethod
+    def _properties(m: Any, peer: tuple[str, int]) -> dict[str, str]:
+        props = cv.properties_of(m)
+        if PROPERTY_BORN_HOST not in props:
+            props[PROPERTY_BORN_HOST] = f"{peer[0]}:{peer[1]}"
+        if m.system_properties.message_type == T.TRANSACTION:
+            props[PROPERTY_PRODUCER_GROUP] = GRPC_PRODUCER_GROUP
+            props[PROPERTY_TRANSACTION_ID] = m.system_properties.message_id
+        return props
+
+    def _store(self, b: BrokerContext, topic: str, m: Any, props: dict[str, str], queue_id: int) -> Any:
+        transactional = m.system_properties.message_type == T.TRANSACTION
+        result = b.send_core.send(SendMessageRequest.of(
+            GRPC_PRODUCER_GROUP, topic, bytes(m.body), props, queue_id=queue_id, born_ms=cv.born_ms(m),
+            sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0,
+            peer=_peer_of(props.get(PROPERTY_BORN_HOST, ""))))
+        if result.msg_id is None:
+            raise BrokerError(result.code, result.remark)
+        if transactional:
+            _, _, commit_log_offset = decode_message_id(result.msg_id)
+            self.transactions[(topic, m.system_properties.message_id)] = (b.config.broker_name, commit_log_offset)
+        return result
 
     async def EndTransaction(self, request: Any, context: Any) -> Any:
+        """EndTransactionActivity: the transaction data the send (or a check-back) left, keyed by the topic (the
+        proxy's producer group) and the transaction id (the message id); used once."""
         try:
             self.session(context)
+            validate_topic(request.topic.name)
+            data = self.transactions.pop((request.topic.name, request.transaction_id), None)
+            if data is None:
+                raise Failure(C.INTERNAL_SERVER_ERROR, NO_TRANSACTION_DATA)
+            broker_name, commit_log_offset = data
             resolution = ENDED_TRANSACTION.get(request.resolution)
             if resolution is None:
                 raise Failure(C.BAD_REQUEST, "the resolution must be COMMIT or ROLLBACK")
-            try:
-                _, _, commit_log_offset = decode_message_id(request.transaction_id)
-            except Exception:  # noqa: BLE001 - any malformed id
-                raise Failure(C.INVALID_TRANSACTION_ID, f"invalid transaction id {request.transaction_id!r}") from None
-            for b in self.brokers_of(request.topic.name):
-                half = b.store.look_message_by_offset(commit_log_offset)
-                if half is None:
-                    continue
-                header = EndTransactionRequestHeader(
-                    producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP, ""),
-                    tran_state_table_offset=half.queue_offset, commit_log_offset=commit_log_offset,
-                    commit_or_rollback=resolution,
-                    from_transaction_check=request.source == v2.TransactionSource.SOURCE_SERVER_CHECK,
-                    msg_id=request.message_id, transaction_id=request.transaction_id)
-                outcome = b.transactions.end_transaction(header, "grpc")
-                if outcome is not None and outcome[0] != ResponseCode.SUCCESS:
-                    raise BrokerError(outcome[0], outcome[1])
-                return v2.EndTransactionResponse(status=cv.status())
-            raise Failure(C.INVALID_TRANSACTION_ID, f"no prepared message for transaction {request.transaction_id!r}")
+            b = self.broker_named(broker_name)
+            half = b.store.look_message_by_offset(commit_log_offset)
+            if half is None:
+                raise Failure(C.INTERNAL_SERVER_ERROR, NO_TRANSACTION_DATA)
+            header = EndTransactionRequestHeader(
+                producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP, ""),
+                tran_state_table_offset=half.queue_offset, commit_log_offset=commit_log_offset,
+                commit_or_rollback=resolution,
+                from_transaction_check=request.source == v2.TransactionSource.SOURCE_SERVER_CHECK,
+                msg_id=request.message_id, transaction_id=request.transaction_id)
+            outcome = b.transactions.end_transaction(header, "grpc")
+            if outcome is not None and outcome[0] != ResponseCode.SUCCESS:
+                raise BrokerError(outcome[0], outcome[1])
+            return v2.EndTransactionResponse(status=named(C.OK))
         except Exception as exc:  # noqa: BLE001
             return v2.EndTransactionResponse(status=_status_of(exc))
 
     # -- consume ------------------------------------------------------------------------------------
     async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        """ReceiveMessageActivity: a status, the messages, and always the delivery timestamp last."""
         try:
             self.session(context)
             pop_request, b = self._pop_request(request, context)
-            result = await b.pop_service.pop(pop_request)
+            result = await b.pop_service.pop(pop_request) if pop_request.max_msgs > 0 else None
         except Exception as exc:  # noqa: BLE001
             yield v2.ReceiveMessageResponse(status=_status_of(exc))
+            yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(int(time.time() * 1000)))
             return
-        if not result.messages:
+        if result is None or not result.messages:
             yield v2.ReceiveMessageResponse(status=cv.status(C.MESSAGE_NOT_FOUND, "no new message"))
+            yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(int(time.time() * 1000)))
             return
-        yield v2.ReceiveMessageResponse(status=cv.status())
+        yield v2.ReceiveMessageResponse(status=named(C.OK))
         for popped in result.messages:
             yield v2.ReceiveMessageResponse(message=cv.to_v2(
                 popped.message, receipt_handle=popped.handle.encode(), attempt=popped.attempt,
-                invisible_ms=result.invisible_ms, topic=request.message_queue.topic.name))
+                topic=request.message_queue.topic.name))
         yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(result.pop_time))
 
     def _pop_request(self, request: Any, context: Any) -> tuple[PopRequest, BrokerContext]:
+        poll = cv.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") \
+            else DEFAULT_LONG_POLLING_MS
+        poll = min(max(poll, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
+        remaining = context.time_remaining()
+        if remaining is not None and poll > remaining * 1000:
+            if remaining * 1000 < MIN_LONG_POLLING_MS:
+                raise Failure(C.ILLEGAL_POLLING_TIME, "The deadline time remaining is not enough for polling, please "
+                                                      "check network condition")
+            poll = max(0, int(remaining * 1000) - 1000)  # answer before the client's deadline
         topic = request.message_queue.topic.name
         group = request.group.name
-        name = request.message_queue.broker.name
-        b = self.broker_named(name) if name else self.brokers_of(topic)[0]
-        cfg = self.group_config(b, group)
-        if request.auto_renew or not request.HasField("invisible_duration"):
+        validate_topic(topic)
+        validate_group(group)
+        b = next((x for x in self.brokers() if x.config.broker_name == request.message_queue.broker.name), None) \
+            or next(iter(self.brokers()))
+        if request.auto_renew:
             invisible = AUTO_RENEW_INVISIBLE_MS
         else:
             invisible = cv.duration_ms(request.invisible_duration)
-            low = b.config.min_invisible_time_mills_for_recv
-            if not low <= invisible <= MAX_INVISIBLE_MS:
-                raise Failure(C.ILLEGAL_INVISIBLE_TIME, f"the invisible time {invisible} ms is out of range "
-                                                        f"[{low}, {MAX_INVISIBLE_MS}] ms")
-        batch = request.batch_size or 32
-        if not 0 < batch <= 32:
-            raise Failure(C.BAD_REQUEST, f"batch size {batch} is out of range [1, 32]")
-        poll = cv.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") \
-            else DEFAULT_LONG_POLLING_MS
-        remaining = context.time_remaining()
-        if remaining is not None:  # answer before the client's deadline
-            poll = max(0, min(poll, int(remaining * 1000) - 1000))
+            validate_invisible_time(invisible, b.config.min_invisible_time_mills_for_recv)
         expression = request.filter_expression
         kind = "SQL92" if expression.type == v2.FilterType.SQL else "TAG"
+        if b.topic_config_manager.get(topic) is None:
+            raise Failure(C.INTERNAL_SERVER_ERROR, NO_TOPIC_ON_RECEIVE)
+        cfg = self.group_config(b, group)
         try:
             tags, record_filter = b.pop_service.filters(kind, expression.expression or "*")
-        except BrokerError as exc:
-            raise Failure(C.ILLEGAL_FILTER_EXPRESSION, exc.remark or "illegal filter expression") from None
+        except BrokerError:
+            raise Failure(C.INTERNAL_SERVER_ERROR, "org.apache.rocketmq.proxy.common.ProxyException: parse the "
+                                                   "consumer's subscription failed") from None
+        batch = min(request.batch_size, 32)
         # the proxy pops every queue of the broker the request names, whatever its queue id (a SimpleConsumer
         # names a queue of the route)
         return PopRequest(group, topic, invisible, -1, batch, poll, 1, tags, record_filter,
                           bool(getattr(cfg, "consume_message_orderly", False))), b
 
     def _handle(self, text: str) -> tuple[ReceiptHandle, BrokerContext]:
+        if len(text.split(" ")) < 8:
+            raise handle_parse_failure(text)
         handle = ReceiptHandle.parse(text)
         if handle is None:
             raise Failure(C.INVALID_RECEIPT_HANDLE, f"invalid receipt handle {text!r}")
@@ -331,12 +389,14 @@ class MessagingService:
     async def AckMessage(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
+            validate_topic(request.topic.name)
+            validate_group(request.group.name)
             entries = []
             for e in request.entries:
                 try:
                     _, b = self._handle(e.receipt_handle)
                     b.pop_service.ack(request.group.name, request.topic.name, e.receipt_handle)
-                    st = cv.status()
+                    st = named(C.OK)
                 except Exception as exc:  # noqa: BLE001
                     st = _status_of(exc)
                 entries.append(v2.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle,
@@ -344,28 +404,30 @@ class MessagingService:
         except Exception as exc:  # noqa: BLE001
             return v2.AckMessageResponse(status=_status_of(exc))
         codes = {e.status.code for e in entries}
-        overall = entries[0].status if len(codes) == 1 else cv.status(C.MULTIPLE_RESULTS, "multiple results")
-        return v2.AckMessageResponse(status=overall if entries else cv.status(), entries=entries)
+        overall = named(codes.pop()) if len(codes) == 1 else named(C.MULTIPLE_RESULTS) if codes else named(C.OK)
+        return v2.AckMessageResponse(status=overall, entries=entries)
 
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
-            _, b = self._handle(request.receipt_handle)
+            validate_topic(request.topic.name)
+            validate_group(request.group.name)
             invisible = cv.duration_ms(request.invisible_duration)
-            if not 0 <= invisible <= MAX_INVISIBLE_MS:
-                raise Failure(C.ILLEGAL_INVISIBLE_TIME, f"the invisible time {invisible} ms is out of range")
+            validate_invisible_time(invisible)
+            _, b = self._handle(request.receipt_handle)
             new = b.pop_service.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
                                                  invisible)
-            return v2.ChangeInvisibleDurationResponse(status=cv.status(), receipt_handle=new.encode())
+            return v2.ChangeInvisibleDurationResponse(status=named(C.OK), receipt_handle=new.encode())
         except Exception as exc:  # noqa: BLE001
             return v2.ChangeInvisibleDurationResponse(status=_status_of(exc))
 
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        """The proxy answers with the broker's response code and remark: "0" on success."""
         try:
             self.session(context)
             _, b = self._handle(request.receipt_handle)
             b.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
-            return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status())
+            return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status(C.OK, "0"))
         except Exception as exc:  # noqa: BLE001
             return v2.ForwardMessageToDeadLetterQueueResponse(status=_status_of(exc))
 
@@ -431,8 +493,7 @@ class MessagingService:
             out.subscription.fifo = bool(getattr(cfg, "consume_message_orderly", False))
             out.subscription.receive_batch_size = 32
             out.subscription.long_polling_timeout.CopyFrom(cv.duration(DEFAULT_LONG_POLLING_MS))
-        out.metric.on = False
-        out.metric.endpoints.CopyFrom(self.endpoints())
+        out.metric.SetInParent()  # the proxy sends an empty Metric: off, no endpoints
         return out
 
     def check_transaction(self, half: Any) -> bool:
@@ -444,7 +505,14 @@ class MessagingService:
             if s.outbox is not None and half.topic in s.topics:
                 command = v2.TelemetryCommand()
                 command.recover_orphaned_transaction_command.message.CopyFrom(cv.to_v2(half))
-                command.recover_orphaned_transaction_command.transaction_id = half.offset_msg_id
+                transaction_id = half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or half.offset_msg_id
+                command.recover_orphaned_transaction_command.transaction_id = transaction_id
+                name = next((b.config.broker_name for b in self.brokers() if b.store is not None), "")
+                for b in self.brokers():
+                    if b.store.look_message_by_offset(half.commit_log_offset) is not None:
+                        name = b.config.broker_name
+                        break
+                self.transactions[(half.topic, transaction_id)] = (name, half.commit_log_offset)
                 s.outbox.put_nowait(command)
                 return True
         return False
@@ -456,3 +524,53 @@ def _peer(context: Any) -> tuple[str, int]:
     host, _, port = rest.rpartition(":")
     # born host is packed as IPv4 here: an IPv6 peer (or a Unix socket) is recorded as 127.0.0.1
     return (host if kind == "ipv4" else "127.0.0.1"), int(port) if port.isdigit() else 0
+
+
+def _permission(perm: int) -> int:
+    read, write = bool(perm & PermName.READ), bool(perm & PermName.WRITE)
+    return v2.Permission.READ_WRITE if read and write else v2.Permission.READ if read else \
+        v2.Permission.WRITE if write else v2.Permission.NONE
+
+
+def _route_queues(read: int, write: int, perm: int) -> list[int]:
+    """The permission of each queue of a route (RouteActivity.genMessageQueueFromQueueData): read-only queues
+    first, then write-only, then read-write; a topic neither readable nor writable has NONE queues."""
+    r = w = rw = n = 0
+    readable, writable = bool(perm & PermName.READ), bool(perm & PermName.WRITE)
+    if readable and writable:
+        rw = min(read, write)
+        r, w = read - rw, write - rw
+    elif writable:
+        w = write
+    elif readable:
+        r = read
+    else:
+        n = max(1, read, write)
+    P = v2.Permission
+    return [P.READ] * r + [P.WRITE] * w + [P.READ_WRITE] * rw + [P.NONE] * n
+
+
+def new_message_id() -> str:
+    """An id of the 5.x MessageClientIDSetter's shape (the proxy gives a batch one of its own): the address (16
+    bytes, as on an IPv6 host), the pid, a class loader hash, the ms since the month began and a counter, in hex."""
+    import os
+    import random
+    now = time.time()
+    day = time.gmtime(now)
+    month_start = now - ((day.tm_mday - 1) * 86400 + day.tm_hour * 3600 + day.tm_min * 60 + day.tm_sec)
+    return (f"00000000000000000000FFFF7F000001{os.getpid() & 0xFFFF:04X}{random.getrandbits(32):08X}"
+            f"{int((now - month_start) * 1000) & 0xFFFFFFFF:08X}{next(_ids) & 0xFFFF:04X}")
+
+
+_ids = itertools.count()
+
+
+def recall_handle(topic: str, broker_name: str, deliver_ms: int, message_id: str) -> str:
+    """RecallMessageHandle.HandleV1: base64 of "v1 topic brokerName deliverTime messageId"."""
+    import base64
+    return base64.b64encode(f"v1 {topic} {broker_name} {deliver_ms} {message_id}".encode()).decode()
+
+
+def _peer_of(born_host: str) -> tuple[str, int]:
+    host, _, port = born_host.rpartition(":")
+    return (host if host.replace(".", "").isdigit() else "127.0.0.1"), int(port) if port.isdigit() else 0

@@ -15,7 +15,7 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
                                                 TopicRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..topic_config import validate_topic
+from ..topic_config import alter_attributes, validate_topic
 from .broker_stats import runtime_info
 
 if TYPE_CHECKING:
@@ -64,9 +64,11 @@ class AdminBrokerProcessor:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"invalid topicFilterType {h.topic_filter_type!r}") from None
         if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be positive")
+        existing = tcm.get(h.topic)
+        attributes = alter_attributes(existing.attributes if existing is not None else None, h.attributes)
         tcm.update(TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums,
                                write_queue_nums=h.write_queue_nums, perm=h.perm, topic_filter_type=filter_type,
-                               topic_sys_flag=h.topic_sys_flag or 0, order=h.order))
+                               topic_sys_flag=h.topic_sys_flag or 0, order=h.order, attributes=attributes))
         return RemotingCommand.response_to(req)
 
     def delete_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:

@@ -11,6 +11,10 @@
     python -m rocketmq_emulator.testing.parity record-clients [--times 2] [--raw DIR] [NAME ...]
         the client scenarios (tests/parity/clients/scenarios.toml: Java, C++ and Go clients) against fresh real
         4.9.8 brokers; tests/parity/clients/<name>.json when the recordings agree (clients.py)
+    python -m rocketmq_emulator.testing.parity record-grpc [--times 2] [--raw DIR] [SCENARIO ...]
+    python -m rocketmq_emulator.testing.parity replay-grpc [SCENARIO ...]
+        the same for the gRPC corpus (tests/parity/corpus_grpc, grpc_runner.py) against fresh real 5.3.3 brokers
+        with their proxy (snapshots in tests/parity/snapshots_grpc) and the emulator's gRPC endpoint
 """
 
 from __future__ import annotations
@@ -87,6 +91,22 @@ def _replay(scenarios: list[Scenario], compat: str | None) -> int:
     return 1 if bad else 0
 
 
+def _grpc(args: argparse.Namespace) -> int:
+    """record-grpc / replay-grpc: the gRPC corpus (tests/parity/corpus_grpc, grpc_runner.py)."""
+    from .grpc_runner import grpc_corpus, record_grpc, replay_grpc
+    scenarios = grpc_corpus(args.scenarios or None)
+    if args.command == "record-grpc":
+        return record_grpc(scenarios, max(1, args.times), args.raw)
+    bad = 0
+    for g in scenarios:
+        diffs = replay_grpc(g)
+        print(f"{g.name}: {'same' if not diffs else f'{len(diffs)} differences'}", flush=True)
+        if diffs:
+            bad += 1
+            print(report(diffs, 60))
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rocketmq_emulator.testing.parity", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,7 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     rc.add_argument("--times", type=int, default=2, help="recordings per scenario, each on a fresh broker")
     rc.add_argument("--raw", type=Path, help="also keep each observation before normalisation here")
     rc.add_argument("names", nargs="*")
+    rec5 = sub.add_parser("record-grpc", help="record the gRPC corpus against fresh real 5.3.3 brokers")
+    rec5.add_argument("--times", type=int, default=2, help="recordings per scenario, each on a fresh broker")
+    rec5.add_argument("--raw", type=Path, help="also keep each recording before normalisation here")
+    rec5.add_argument("scenarios", nargs="*")
+    rep5 = sub.add_parser("replay-grpc", help="replay the gRPC corpus against the emulator's gRPC endpoint")
+    rep5.add_argument("scenarios", nargs="*")
     args = parser.parse_args(argv)
+    if args.command in ("record-grpc", "replay-grpc"):
+        return _grpc(args)
     if args.command == "record-clients":
         from .clients import record as record_clients
         return record_clients(args.names or None, max(1, args.times), args.raw)
@@ -118,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         total += s.request_count()
         print(f"{s.name:32} {s.protocol:9} {s.request_count():4} requests  {', '.join(s.families)}")
     print(f"{len(scenarios)} scenarios, {total} requests")
+    from .grpc_runner import grpc_corpus
+    calls = 0
+    grpc_scenarios = grpc_corpus()
+    for g in grpc_scenarios:
+        calls += g.request_count()
+        print(f"{g.name:32} {g.protocol:9} {g.request_count():4} calls     {', '.join(g.families)}")
+    print(f"{len(grpc_scenarios)} gRPC scenarios, {calls} calls")
     return 0
 
 

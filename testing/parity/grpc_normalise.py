@@ -47,6 +47,28 @@ def _non_empty(token: str) -> Callable[[Any, GrpcContext], Any]:
     return apply
 
 
+def _recall_handle(value: Any, ctx: GrpcContext) -> Any:
+    """base64 of "v1 TOPIC BROKER DELIVER_MS MESSAGE_ID": the delivery time made <time>, the rest kept."""
+    if not isinstance(value, str) or not value:
+        return value
+    import base64
+    try:
+        parts = base64.b64decode(value + "=" * (-len(value) % 4)).decode().split(" ")
+    except Exception:  # noqa: BLE001 - not a recall handle: compared as it is
+        return value
+    if len(parts) == 5 and parts[3].isdigit():
+        parts[3] = "<time>"
+        return "<recall-handle " + " ".join(parts) + ">"
+    return value
+
+
+_GENERATED_ID = re.compile(r"^[0-9A-F]{56}$")
+
+
+def _generated_id(value: Any, ctx: GrpcContext) -> Any:
+    return "<generated-message-id>" if isinstance(value, str) and _GENERATED_ID.match(value) else value
+
+
 def _grpc_port(value: Any, ctx: GrpcContext) -> Any:
     return "<grpc-port>" if value == ctx.grpc_port else value
 
@@ -55,8 +77,12 @@ KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("receipt handle", "a receipt handle encodes the pop time, the invisible time, the revive queue and the "
             "checkpoint's offsets: times of the run; present or not is still compared", ("receiptHandle",),
             _non_empty("receipt-handle")),
-    KeyRule("recall handle", "a delay message's recall handle encodes its delivery time (a time of the run); "
-            "present or not is still compared", ("recallHandle",), _non_empty("recall-handle")),
+    KeyRule("recall handle", "a delay message's recall handle (base64 of version, topic, broker, delivery time, "
+            "message id) encodes its delivery time, a time of the run; the rest is compared", ("recallHandle",),
+            _recall_handle),
+    KeyRule("generated message id", "the id the proxy gives a batch of messages (MessageClientIDSetter, on an "
+            "IPv6 host 56 hex digits): the machine's address, the pid, a class loader hash, the time and a counter; "
+            "an id the client gave is compared", ("messageId",), _generated_id),
     KeyRule("grpc port", "the port of the gRPC endpoint in routes and settings: each proxy listens on a free "
             "port", ("port",), _grpc_port),
 )

@@ -51,7 +51,7 @@ from .corpus import CorpusError, substitute
 from .remoting import lookup
 
 STEP_KEYS = frozenset({"name", "rpc", "request", "requests", "metadata", "client", "save", "timeout", "read",
-                       "read_timeout", "save_time"})
+                       "read_timeout", "save_time", "order_by"})
 OTHER_KEYS = frozenset({"name", "sleep", "close"})
 SETUP_KEYS = frozenset({"topics", "groups"})
 
@@ -321,6 +321,8 @@ class GrpcSession:
                                                  request_serializer=type(requests[0]).SerializeToString,
                                                  response_deserializer=response_cls.FromString)
                 got = [as_dict(r) async for r in call(requests[0], metadata=md, timeout=timeout)]
+                if "order_by" in spec:
+                    got = _ordered(got, spec["order_by"])
                 answer = {"grpc": "OK", "responses": got}
                 view = {"responses": got, "messages": [r["message"] for r in got if "message" in r],
                         **next((r for r in got if "status" in r), {})}
@@ -338,7 +340,10 @@ class GrpcSession:
             view = {}
         self.run.records.append({"step": step.name, "request": record_request, "answer": answer})
         for name, path in spec.get("save", {}).items():
-            self.names[name] = lookup(view, path)
+            try:
+                self.names[name] = lookup(view, path)
+            except CorpusError:  # the answer lacks it: later steps send this text, the records show why
+                self.names[name] = f"<no {path}>"
         if "save_time" in spec:
             self.names[spec["save_time"]] = int(time.time() * 1000)
 
@@ -368,6 +373,29 @@ class GrpcSession:
                 break
             got.append(item)
         return got
+
+
+def _ordered(responses: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+    """The received messages of a stream sorted by `keys` (paths in a message, e.g. systemProperties.queueId), in
+    the places the messages had: a broker's pop starts at a random queue, so messages of several queues come in
+    an order of chance (`order_by` of a ReceiveMessage step)."""
+    places = [i for i, r in enumerate(responses) if "message" in r]
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        out = []
+        for path in keys:
+            try:
+                v = lookup(r["message"], path)
+            except CorpusError:
+                v = ""
+            out.append((0, v) if isinstance(v, int) else (1, str(v)))
+        return tuple(out)
+
+    messages = sorted((responses[i] for i in places), key=key)
+    out = list(responses)
+    for i, m in zip(places, messages):
+        out[i] = m
+    return out
 
 
 async def run_grpc_scenario(scenario: GrpcScenario, target: GrpcTarget) -> GrpcRun:
@@ -435,7 +463,8 @@ def run_grpc_on_emulator(scenario: GrpcScenario) -> GrpcRun:
         try:
             emu.start()
             target = GrpcTarget(f"127.0.0.1:{grpc_port}", f"127.0.0.1:{emu.broker_port}", emu.namesrv_addr)
-            return asyncio.run(run_grpc_scenario(scenario, target))
+            # on the emulator's own loop: grpc.aio serves one event loop per process
+            return emu.run(run_grpc_scenario(scenario, target), timeout=600)
         finally:
             emu.close()
 
@@ -460,6 +489,7 @@ def record_grpc(scenarios: list[GrpcScenario], times: int = 2, raw: Path | None 
     from .real import REAL_53, start
 
     jobs = [(s, i) for s in scenarios for i in range(times)]
+    loop = asyncio.new_event_loop()  # one loop for every run: grpc.aio serves one event loop per process
     recordings: dict[str, list[list[dict[str, Any]]]] = {}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         pending = [pool.submit(start, REAL_53, s.settings) for s, _ in jobs[:1]]
@@ -469,8 +499,8 @@ def record_grpc(scenarios: list[GrpcScenario], times: int = 2, raw: Path | None 
                 pending.append(pool.submit(start, REAL_53, jobs[n + 1][0].settings))
             t0 = time.monotonic()
             try:
-                run = asyncio.run(run_grpc_scenario(scenario, GrpcTarget(broker.grpc, broker.broker,
-                                                                          broker.namesrv)))
+                run = loop.run_until_complete(run_grpc_scenario(scenario, GrpcTarget(broker.grpc, broker.broker,
+                                                                                      broker.namesrv)))
             finally:
                 pool.submit(broker.stop)
             print(f"recorded {scenario.name} #{i + 1}: {len(run.records)} answers in {time.monotonic() - t0:.1f} s",

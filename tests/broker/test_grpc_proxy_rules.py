@@ -1,0 +1,43 @@
+"""The 5.3.3 proxy's rules the gRPC endpoint follows (broker/grpc/validate.py, topic attributes): the queue of a
+message group (Guava's consistent hashing, checked against the real proxy's choices), the topic message type
+check, and the `message.type` attribute as UPDATE_AND_CREATE_TOPIC's `attributes` header sets it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_emulator.broker.grpc.validate import Failure, check_message_type, fifo_queue
+from rocketmq_emulator.broker.topic_config import alter_attributes, topic_message_type
+from rocketmq_emulator.protocol import BrokerError
+from rocketmq_emulator.protocol.admin_bodies import TopicConfig
+
+
+def test_a_message_group_lands_on_the_queue_the_real_proxy_picked():
+    # seen on the real 5.3.3 proxy with 8 write queues (tests/parity/snapshots_grpc/fifo.json and send.json)
+    seen = {"g-1": 3, "g-2": 5, "g-3": 5, "g-4": 1, "g-5": 5, "g-6": 0, "g-7": 6, "g-8": 2, "order-1": 3,
+            "order-5": 1, "a-very-long-message-group-name-0123456789": 1}
+    assert {g: fifo_queue(g, 8) for g in seen} == seen
+    assert {fifo_queue(g, 1) for g in seen} == {0}
+
+
+def test_the_message_type_must_be_the_topics_and_mixed_takes_all():
+    check_message_type("NORMAL", {})
+    check_message_type("FIFO", {"__SHARDINGKEY": "g"})
+    check_message_type("MIXED", {"TIMER_DELIVER_MS": "1"})
+    with pytest.raises(Failure) as caught:
+        check_message_type("NORMAL", {"TIMER_DELIVER_MS": "1", "__SHARDINGKEY": "g"})
+    assert caught.value.message.endswith("the expected type is NORMAL, but actual type is DELAY")
+    with pytest.raises(Failure, match="expected type is UNSPECIFIED, but actual type is TRANSACTION"):
+        check_message_type(topic_message_type(None), {"TRAN_MSG": "true"})
+
+
+def test_the_message_type_attribute_is_set_kept_removed_and_mixed_is_refused():
+    assert topic_message_type(TopicConfig(topic_name="T")) == "NORMAL"
+    attrs = alter_attributes(None, "+message.type=FIFO")
+    assert topic_message_type(TopicConfig(topic_name="T", attributes=attrs)) == "FIFO"
+    assert alter_attributes(attrs, None) == attrs  # an update without the header keeps them
+    assert alter_attributes(attrs, "-message.type") is None
+    with pytest.raises(BrokerError, match="MIXED message type is not supported."):
+        alter_attributes(None, "+message.type=MIXED")
+    with pytest.raises(BrokerError, match="unsupported key"):
+        alter_attributes(None, "+colour=red")
