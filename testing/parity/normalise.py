@@ -133,6 +133,12 @@ def _walk(value: Any, path: str, ctx: Context, rules: tuple[PathRule, ...]) -> A
         return dict(sorted(out.items())) if path.startswith(("answer.body", "push.body")) else out
     if isinstance(value, list):
         return [_walk(v, f"{path}.{i}", ctx, rules) for i, v in enumerate(value)]
+    if isinstance(value, str) and "\x01" in value:
+        # a message's properties string in a header (name\x01value\x02...): compared as a map, since Java writes
+        # it in HashMap order; its length is compared through the sizes and offsets of stored records
+        pairs = (p.split("\x01", 1) for p in value.split("\x02") if p)
+        return _walk({"<properties>": dict(sorted(tuple(p) if len(p) == 2 else (p[0], "") for p in pairs))},
+                     path, ctx, rules)
     return _scalar(value, ctx)
 
 

@@ -30,8 +30,8 @@ from .corpus import CorpusError, Scenario, Step, substitute
 _MESSAGE_BODIES = {RequestCode.PULL_MESSAGE, RequestCode.QUERY_MESSAGE, RequestCode.VIEW_MESSAGE_BY_ID,
                    RequestCode.LITE_PULL_MESSAGE, 200050}  # 200050: POP_MESSAGE
 #: pushed requests whose body is one stored message
-_MESSAGE_PUSHES = {RequestCode.CHECK_TRANSACTION_STATE, RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
-                   RequestCode.CONSUME_MESSAGE_DIRECTLY}
+_MESSAGE_PUSHES = {RequestCode.CHECK_TRANSACTION_STATE,
+                   RequestCode.CONSUME_MESSAGE_DIRECTLY}  # PUSH_REPLY_MESSAGE_TO_CLIENT carries the body alone
 #: answers whose body is Java properties text (key=value lines)
 _PROPERTIES_BODIES = {RequestCode.GET_BROKER_CONFIG, RequestCode.GET_NAMESRV_CONFIG}
 
