@@ -70,9 +70,16 @@ def message_json(m: ReceivedMessage) -> dict[str, Any]:
 
 
 # -- commands: each returns (data for --json, text) -------------------------------------------------------
+def _message_type_attribute(text: str) -> str:
+    kind = text.removeprefix("+message.type=")
+    if kind == text or kind not in ("NORMAL", "FIFO", "DELAY", "TRANSACTION"):
+        raise argparse.ArgumentTypeError("expected +message.type=NORMAL|FIFO|DELAY|TRANSACTION")
+    return kind
+
+
 async def update_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     addrs = await admin.create_topic(a.topic, a.read_queue_nums, a.write_queue_nums, perm=a.perm, order=a.order,
-                                     cluster=a.cluster, broker_addr=a.broker_addr)
+                                     cluster=a.cluster, broker_addr=a.broker_addr, message_type=a.attributes)
     data = {"topic": a.topic, "readQueueNums": a.read_queue_nums, "writeQueueNums": a.write_queue_nums,
             "perm": a.perm, "order": a.order, "brokers": addrs}
     return data, "\n".join(f"create topic to {addr} success." for addr in addrs) + \
@@ -318,6 +325,9 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("-c", "--clusterName", dest="cluster")
     p.add_argument("-b", "--brokerAddr", dest="broker_addr", type=address, metavar="HOST:PORT")
     p.add_argument("-o", "--order", type=boolean, default=False)
+    p.add_argument("-a", "--attributes", type=_message_type_attribute, metavar="+message.type=TYPE",
+                   help="5.x: the message type a 5.x producer may send to the topic (NORMAL, FIFO, DELAY, "
+                        "TRANSACTION), as mqadmin 5.x's updateTopic -a")
     p = cmd("deleteTopic", delete_topic, "delete a topic from the brokers and the name server")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-c", "--clusterName", dest="cluster")

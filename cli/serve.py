@@ -76,6 +76,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "min-invisible-time": ("minInvisibleTimeMillsForRecv",
                            "the shortest invisible time (ms) a 5.x receive may ask for (default 10000, as the 5.x "
                            "proxy; tests make it short)"),
+    "topic-message-type-check": ("enableTopicMessageTypeCheck",
+                                 "true (default, as the 5.x proxy): a 5.x client's message must be of its topic's "
+                                 "type (the topic attribute message.type, NORMAL when unset); false: any type"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "

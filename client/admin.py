@@ -144,13 +144,16 @@ class Admin(InstanceUser):
     # -- topics -------------------------------------------------------------------------------------
     async def create_topic(self, topic: str, read_queue_nums: int = 8, write_queue_nums: int = 8, *,
                            perm: int = 6, order: bool = False, cluster: str | None = None,
-                           broker_addr: str | None = None) -> list[str]:
+                           broker_addr: str | None = None, message_type: str | None = None) -> list[str]:
         """Create or update `topic` on one broker (`broker_addr`) or every master of `cluster` (default: of
-        every cluster). Returns the broker addresses."""
+        every cluster). `message_type`: the 5.x topic attribute message.type (NORMAL, FIFO, DELAY, TRANSACTION:
+        what a 5.x producer may send to it), as `mqadmin updateTopic -a +message.type=FIFO`. Returns the broker
+        addresses."""
         validate_topic(topic)
         addrs = [broker_addr] if broker_addr else await self._master_addrs(cluster)
         ext = CreateTopicRequestHeader(topic=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
-                                       perm=perm, order=order, topic_sys_flag=0).to_ext()
+                                       perm=perm, order=order, topic_sys_flag=0,
+                                       attributes=f"+message.type={message_type}" if message_type else None).to_ext()
         for addr in addrs:
             await self.instance.api.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext,
                                          operation=f"create topic {topic!r}")
