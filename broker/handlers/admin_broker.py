@@ -15,6 +15,7 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
                                                 TopicRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from ..remarks import NOT_SET_ANY_RESPONSE_CODE
 from ..topic_config import alter_attributes, validate_topic
 from .broker_stats import runtime_info
 
@@ -69,7 +70,7 @@ class AdminBrokerProcessor:
         tcm.update(TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums,
                                write_queue_nums=h.write_queue_nums, perm=h.perm, topic_filter_type=filter_type,
                                topic_sys_flag=h.topic_sys_flag or 0, order=h.order, attributes=attributes))
-        return RemotingCommand.response_to(req)
+        return RemotingCommand.response_to(req, remark=NOT_SET_ANY_RESPONSE_CODE)  # 4.9.8 leaves the default remark
 
     def delete_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(req.ext_fields).topic
