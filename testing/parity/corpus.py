@@ -22,7 +22,7 @@ REQUEST_KEYS = frozenset({
     "name", "to", "conn", "code", "header", "body", "body_size", "body_json", "body_hex", "batch", "oneway", "language",
     "version", "serialize", "timeout", "save", "save_time", "until", "body_as", "flag",
 })
-OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply"})
+OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply", "answer_pushes"})
 
 
 class CorpusError(ValueError):
@@ -37,10 +37,11 @@ class Step:
 
     @property
     def kind(self) -> str:
-        for kind in ("code", "expect_push", "sleep", "close"):
+        for kind in ("code", "expect_push", "sleep", "close", "answer_pushes"):
             if kind in self.spec:
                 return "request" if kind == "code" else kind
-        raise CorpusError(f"step {self.index} ({self.name}) is neither a request, expect_push, sleep nor close")
+        raise CorpusError(f"step {self.index} ({self.name}) is neither a request, expect_push, answer_pushes, sleep "
+                          "nor close")
 
     @property
     def records(self) -> bool:

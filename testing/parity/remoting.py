@@ -217,6 +217,10 @@ class Session:
                 await asyncio.sleep(0.2)
         elif kind == "expect_push":
             await self._expect_push(step)
+        elif kind == "answer_pushes":  # from now on, answer these pushes on this connection (as a client does)
+            want = spec["answer_pushes"]
+            _, table = await self.connection(want.get("to", "broker"), want.get("conn", "main"))
+            table.replies[code_of(want["code"])] = (int(want.get("reply_code", 0)), None, None, b"")
         else:
             await self._request(step)
 
