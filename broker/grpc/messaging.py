@@ -69,6 +69,9 @@ class ClientSession:
     #: server-to-client telemetry commands (transaction checks); None while no Telemetry stream is open
     outbox: asyncio.Queue[Any] | None = None
     last_seen: float = field(default_factory=time.monotonic)
+    #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
+    #: NotifyClientTermination
+    has_settings: bool = False
 
 
 def named(code: int) -> Any:
@@ -181,6 +184,8 @@ class MessagingService:
     async def Heartbeat(self, request: Any, context: Any) -> Any:
         try:
             s = self.session(context)
+            if not s.has_settings:
+                raise Failure(C.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
             s.client_type = request.client_type or s.client_type
             if request.HasField("group") and request.group.name:
                 s.group = request.group.name
@@ -391,6 +396,8 @@ class MessagingService:
             self.session(context)
             validate_topic(request.topic.name)
             validate_group(request.group.name)
+            if not len(request.entries):
+                raise Failure(C.INTERNAL_SERVER_ERROR, "ack message result is empty")
             entries = []
             for e in request.entries:
                 try:
@@ -425,6 +432,8 @@ class MessagingService:
         """The proxy answers with the broker's response code and remark: "0" on success."""
         try:
             self.session(context)
+            validate_topic(request.topic.name)
+            validate_group(request.group.name)
             _, b = self._handle(request.receipt_handle)
             b.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
             return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status(C.OK, "0"))
@@ -470,6 +479,7 @@ class MessagingService:
         out = v2.Settings()
         out.CopyFrom(given)
         b = next(iter(self.brokers()), None)
+        s.has_settings = True
         if given.HasField("client_type"):
             s.client_type = given.client_type
         if given.WhichOneof("pub_sub") == "publishing":
