@@ -8,6 +8,8 @@
         each scenario against a fresh emulator, compared with its snapshot (what the test suite does)
     python -m rocketmq_emulator.testing.parity list
         the corpus: scenarios, families, requests per scenario
+    python -m rocketmq_emulator.testing.parity table
+        README's parity table (requests by family; how many match 4.9.8, how many differ deliberately)
     python -m rocketmq_emulator.testing.parity record-clients [--times 2] [--raw DIR] [NAME ...]
         the client scenarios (tests/parity/clients/scenarios.toml: Java, C++ and Go clients) against fresh real
         4.9.8 brokers; tests/parity/clients/<name>.json when the recordings agree (clients.py)
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--compat", choices=["4.9", "5"], help="the emulator's compatibility mode (default: its own)")
     rep.add_argument("scenarios", nargs="*")
     sub.add_parser("list", help="the corpus")
+    sub.add_parser("table", help="README's parity table: requests by family, matching, deliberate")
     rc = sub.add_parser("record-clients", help="record the client scenarios (tests/parity/clients) twice against "
                         "fresh real 4.9.8 brokers")
     rc.add_argument("--times", type=int, default=2, help="recordings per scenario, each on a fresh broker")
@@ -147,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         return _record(scenarios, max(1, args.times), args.raw)
     if args.command == "replay":
         return _replay(scenarios, args.compat)
+    if args.command == "table":
+        from .summary import family_table
+        print(family_table([s for s in scenarios if s.protocol == "remoting"], load_deliberate(OPEN_FILE),
+                           load_deliberate(DELIBERATE_FILE)))
+        return 0
     total = 0
     for s in scenarios:
         total += s.request_count()
