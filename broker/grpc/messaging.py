@@ -29,6 +29,9 @@ from ..pop.service import PopRequest
 from ..send_request import SendMessageRequest
 from ..topic_config import topic_message_type
 from . import converter as cv
+from .answers import (ACCEPTED_TYPES, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,
+                      NO_TRANSACTION_DATA, handle_parse_failure, named, new_message_id, permission, recall_handle,
+                      route_queues)
 from .validate import (Failure, check_message_type, fifo_queue, validate_group, validate_invisible_time,
                        validate_message, validate_topic)
 
@@ -40,19 +43,6 @@ T = v2.MessageType
 GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
 PROPERTY_TRANSACTION_ID = "__transactionId__"
 PROPERTY_BORN_HOST = cv.PROPERTY_BORN_HOST
-#: the route's acceptMessageTypes of a topic's message type (RouteActivity.parseTopicMessageType)
-ACCEPTED_TYPES = {"NORMAL": (T.NORMAL,), "FIFO": (T.FIFO,), "DELAY": (T.DELAY,), "TRANSACTION": (T.TRANSACTION,),
-                  "MIXED": (T.NORMAL, T.FIFO, T.DELAY, T.TRANSACTION)}
-#: the proxy's grpcClientConsumerMin/MaxLongPollingTimeoutMillis: a receive waits at least 5 s, at most 20 s
-MIN_LONG_POLLING_MS = 5_000
-MAX_LONG_POLLING_MS = 20_000
-FAQ = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
-#: what the proxy in local mode answers a receive of a topic the broker does not have (its NullPointerException)
-NO_TOPIC_ON_RECEIVE = ('Cannot invoke "org.apache.rocketmq.common.TopicConfig.getPerm()" because "<parameter1>" is '
-                       "null. NullPointerException. org.apache.rocketmq.proxy.service.route.LocalTopicRouteService."
-                       "toTopicRouteData(LocalTopicRouteService.java:83)")
-NO_TRANSACTION_DATA = "org.apache.rocketmq.proxy.common.ProxyException: cannot found transaction data"
-CODE_NAMES = {number: name for name, number in vars(C).items()}
 #: the receive of an auto-renewing (push) consumer: the proxy's default invisible time
 AUTO_RENEW_INVISIBLE_MS = 60_000
 DEFAULT_LONG_POLLING_MS = 20_000
@@ -72,18 +62,6 @@ class ClientSession:
     #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
     #: NotifyClientTermination
     has_settings: bool = False
-
-
-def named(code: int) -> Any:
-    """A status whose message is its code's name, as the proxy answers OK and whole-request outcomes."""
-    return cv.status(code, CODE_NAMES.get(code, str(code)))
-
-
-def handle_parse_failure(text: str) -> Failure:
-    """ReceiptHandle.decode's refusal of a handle of fewer than 8 fields, as the proxy answers it."""
-    return Failure(C.INTERNAL_SERVER_ERROR, f"Parse failed, dataList size {len(text.split(' '))}. "
-                   "IllegalArgumentException. org.apache.rocketmq.common.consumer.ReceiptHandle.decode("
-                   "ReceiptHandle.java:56)")
 
 
 def _status_of(exc: Exception) -> Any:
@@ -173,7 +151,7 @@ class MessagingService:
                 assert tc is not None
                 broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
                 accepted = ACCEPTED_TYPES.get(topic_message_type(tc), (T.MESSAGE_TYPE_UNSPECIFIED,))
-                for qid, perm in enumerate(_route_queues(tc.read_queue_nums, tc.write_queue_nums, tc.perm)):
+                for qid, perm in enumerate(route_queues(tc.read_queue_nums, tc.write_queue_nums, tc.perm)):
                     mq = v2.MessageQueue(id=qid, permission=perm, broker=broker, accept_message_types=accepted)
                     mq.topic.CopyFrom(request.topic)
                     queues.append(mq)
@@ -219,7 +197,7 @@ class MessagingService:
                 fifo = bool(getattr(cfg, "consume_message_orderly", False))
                 broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
                 for qid in range(tc.read_queue_nums) if fifo else (-1,):
-                    mq = v2.MessageQueue(id=qid, permission=_permission(tc.perm), broker=broker)
+                    mq = v2.MessageQueue(id=qid, permission=permission(tc.perm), broker=broker)
                     mq.topic.CopyFrom(request.topic)
                     out.append(v2.Assignment(message_queue=mq))
             if not out:
@@ -534,51 +512,6 @@ def _peer(context: Any) -> tuple[str, int]:
     host, _, port = rest.rpartition(":")
     # born host is packed as IPv4 here: an IPv6 peer (or a Unix socket) is recorded as 127.0.0.1
     return (host if kind == "ipv4" else "127.0.0.1"), int(port) if port.isdigit() else 0
-
-
-def _permission(perm: int) -> int:
-    read, write = bool(perm & PermName.READ), bool(perm & PermName.WRITE)
-    return v2.Permission.READ_WRITE if read and write else v2.Permission.READ if read else \
-        v2.Permission.WRITE if write else v2.Permission.NONE
-
-
-def _route_queues(read: int, write: int, perm: int) -> list[int]:
-    """The permission of each queue of a route (RouteActivity.genMessageQueueFromQueueData): read-only queues
-    first, then write-only, then read-write; a topic neither readable nor writable has NONE queues."""
-    r = w = rw = n = 0
-    readable, writable = bool(perm & PermName.READ), bool(perm & PermName.WRITE)
-    if readable and writable:
-        rw = min(read, write)
-        r, w = read - rw, write - rw
-    elif writable:
-        w = write
-    elif readable:
-        r = read
-    else:
-        n = max(1, read, write)
-    P = v2.Permission
-    return [P.READ] * r + [P.WRITE] * w + [P.READ_WRITE] * rw + [P.NONE] * n
-
-
-def new_message_id() -> str:
-    """An id of the 5.x MessageClientIDSetter's shape (the proxy gives a batch one of its own): the address (16
-    bytes, as on an IPv6 host), the pid, a class loader hash, the ms since the month began and a counter, in hex."""
-    import os
-    import random
-    now = time.time()
-    day = time.gmtime(now)
-    month_start = now - ((day.tm_mday - 1) * 86400 + day.tm_hour * 3600 + day.tm_min * 60 + day.tm_sec)
-    return (f"00000000000000000000FFFF7F000001{os.getpid() & 0xFFFF:04X}{random.getrandbits(32):08X}"
-            f"{int((now - month_start) * 1000) & 0xFFFFFFFF:08X}{next(_ids) & 0xFFFF:04X}")
-
-
-_ids = itertools.count()
-
-
-def recall_handle(topic: str, broker_name: str, deliver_ms: int, message_id: str) -> str:
-    """RecallMessageHandle.HandleV1: base64 of "v1 topic brokerName deliverTime messageId"."""
-    import base64
-    return base64.b64encode(f"v1 {topic} {broker_name} {deliver_ms} {message_id}".encode()).decode()
 
 
 def _peer_of(born_host: str) -> tuple[str, int]:
