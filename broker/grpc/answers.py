@@ -45,8 +45,9 @@ def handle_parse_failure(text: str) -> Failure:
 
 def permission(perm: int) -> int:
     read, write = bool(perm & PermName.READ), bool(perm & PermName.WRITE)
-    return v2.Permission.READ_WRITE if read and write else v2.Permission.READ if read else \
-        v2.Permission.WRITE if write else v2.Permission.NONE
+    P = v2.Permission
+    value: int = P.READ_WRITE if read and write else P.READ if read else P.WRITE if write else P.NONE
+    return value
 
 
 def route_queues(read: int, write: int, perm: int) -> list[int]:

@@ -101,7 +101,7 @@ def _replay(scenarios: list[Scenario], compat: str | None) -> int:
 
 def _grpc(args: argparse.Namespace) -> int:
     """record-grpc / replay-grpc: the gRPC corpus (tests/parity/corpus_grpc, grpc_runner.py)."""
-    from .grpc_runner import grpc_corpus, record_grpc, replay_grpc
+    from .grpc_snapshots import grpc_corpus, record_grpc, replay_grpc
     scenarios = grpc_corpus(args.scenarios or None)
     if args.command == "record-grpc":
         return record_grpc(scenarios, max(1, args.times), args.raw)
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         total += s.request_count()
         print(f"{s.name:32} {s.protocol:9} {s.request_count():4} requests  {', '.join(s.families)}")
     print(f"{len(scenarios)} scenarios, {total} requests")
-    from .grpc_runner import grpc_corpus
+    from .grpc_snapshots import grpc_corpus
     calls = 0
     grpc_scenarios = grpc_corpus()
     for g in grpc_scenarios:

@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("grpc")
 
 from rocketmq_emulator.testing.parity.compare import report  # noqa: E402
-from rocketmq_emulator.testing.parity.grpc_runner import (grpc_corpus, grpc_snapshot_path,  # noqa: E402
-                                                          read_grpc_snapshot, replay_grpc)
+from rocketmq_emulator.testing.parity.grpc_snapshots import (grpc_corpus, grpc_snapshot_path,  # noqa: E402
+                                                             read_grpc_snapshot, replay_grpc)
 
 SCENARIOS = grpc_corpus()
 
