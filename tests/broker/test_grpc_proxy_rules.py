@@ -41,3 +41,23 @@ def test_the_message_type_attribute_is_set_kept_removed_and_mixed_is_refused():
         alter_attributes(None, "+message.type=MIXED")
     with pytest.raises(BrokerError, match="unsupported key"):
         alter_attributes(None, "+colour=red")
+
+
+async def test_update_and_create_topic_takes_5x_attributes_and_keeps_them_on_a_plain_update(tmp_path):
+    from rocketmq_emulator.protocol import RequestCode, ResponseCode
+    from rocketmq_emulator.testing.broker_harness import BrokerHarness
+
+    def header(attributes: str | None = None) -> dict[str, str]:
+        ext = {"topic": "Typed", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}
+        return {**ext, "attributes": attributes} if attributes is not None else ext
+
+    async with BrokerHarness(tmp_path / "store") as harness:
+        tcm = harness.broker.topic_config_manager
+        made = await harness.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, header("+message.type=DELAY"))
+        assert made.code == ResponseCode.SUCCESS and topic_message_type(tcm.get("Typed")) == "DELAY"
+        again = await harness.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, header())  # a 4.x mqadmin's update
+        assert again.code == ResponseCode.SUCCESS and topic_message_type(tcm.get("Typed")) == "DELAY"
+        mixed = await harness.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, header("+message.type=MIXED"))
+        assert (mixed.code, mixed.remark) == (ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        assert b'"attributes":{"message.type":"DELAY"}' in (tmp_path / "store" / "config" / "topics.json").read_bytes() \
+            .replace(b" ", b"").replace(b"\n", b"").replace(b"\t", b"")
