@@ -331,8 +331,10 @@ class MessagingService:
         remaining = context.time_remaining()
         if remaining is not None and poll > remaining * 1000:
             if remaining * 1000 < MIN_LONG_POLLING_MS:
-                raise Failure(C.ILLEGAL_POLLING_TIME, "The deadline time remaining is not enough for polling, please "
-                                                      "check network condition")
+                # clients before 5.0.3 know no ILLEGAL_POLLING_TIME (the proxy compares the version as a string)
+                version = dict(context.invocation_metadata() or ()).get("x-mq-client-version")
+                raise Failure(C.BAD_REQUEST if version is None or version < "5.0.3" else C.ILLEGAL_POLLING_TIME,
+                              "The deadline time remaining is not enough for polling, please check network condition")
             poll = max(0, int(remaining * 1000) - 1000)  # answer before the client's deadline
         topic = request.message_queue.topic.name
         group = request.group.name
