@@ -7,7 +7,8 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt
+from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
+                                                PROPERTY_WAIT_STORE_MSG_OK, MessageExt)
 from rocketmq_emulator.protocol.pop_headers import PROPERTY_POP_CK
 from rocketmq_emulator.protocol.topics import dlq_topic, origin_topic, pop_retry_topic
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -62,6 +63,20 @@ class MessageMoves:
         self.broker.topic_config_manager.create_without_template(topic, 1)
         log.info("%s: message %s of %s delivered %d times, moved to %s", group, msg.msg_id, real,
                  msg.reconsume_times + 1, topic)
+        return self._put(msg, topic, 0, props, msg.reconsume_times + 1)
+
+    def send_back_to_dlq(self, group: str, msg: MessageExt) -> bool:
+        """The 5.x proxy's ForwardMessageToDeadLetterQueue: a CONSUMER_SEND_MSG_BACK with delay level -1, so the
+        DLQ message is stored as a send-back stores it (RETRY_TOPIC, ORIGIN_MESSAGE_ID, DELAY=0, WAIT=false; no
+        DLQ_ORIGIN_* properties: seen on 5.3.3)."""
+        props = dict(msg.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
+        props[PROPERTY_DELAY_TIME_LEVEL] = "0"
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.offset_msg_id)
+        props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        props.pop(PROPERTY_POP_CK, None)
+        topic = dlq_topic(group)
+        self.broker.topic_config_manager.create_without_template(topic, 1)
         return self._put(msg, topic, 0, props, msg.reconsume_times + 1)
 
     def _put(self, msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], reconsume_times: int) -> bool:

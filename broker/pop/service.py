@@ -379,7 +379,7 @@ class PopService:
         if ck is None or handle.offset in ck.acked:
             return False
         msg = self.moves.message_at(ck.topic, ck.queue_id, handle.offset)
-        if msg is not None and not self.moves.to_dlq(group, msg):
+        if msg is not None and not self.moves.send_back_to_dlq(group, msg):
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "the message could not be put into the DLQ")
         return self.ack(group, topic, handle_text)
 
