@@ -92,8 +92,8 @@ class Broker2Client:
             raise BrokerError(ResponseCode.SYSTEM_ERROR,
                               f"[reset-offset] reset offset failed, no topic in this broker. topic={r.topic}")
         if not self.knows_group(r.group):
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{r.group}> not exist: this broker has "
-                                                         f"no subscription group, offset or online consumer of it")
+            # 4.9.8's words (no subscription group, offset or online consumer of it here)
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{r.group}> not exist")
         queues = range(tc.write_queue_nums) if r.queue_id is None else [r.queue_id]
         if r.queue_id is not None and not 0 <= r.queue_id < max(tc.write_queue_nums, tc.read_queue_nums):
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"queueId[{r.queue_id}] is illegal, topic:[{r.topic}]")

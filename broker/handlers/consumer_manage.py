@@ -19,7 +19,7 @@ from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseH
                                                 UpdateConsumerOffsetRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..config import NewGroupOffset
+from ..config import Compat, NewGroupOffset
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -43,7 +43,9 @@ class ConsumerManageProcessor:
         if offset >= 0:
             return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
         store = self.broker.store
-        if h.set_zero_if_not_found is not False and self.broker.config.new_group_offset is NewGroupOffset.LEGACY:
+        # setZeroIfNotFound=false (5.x clients) asks for QUERY_NOT_FOUND; 4.9.8 has no such field
+        zero = h.set_zero_if_not_found is not False or self.broker.config.compat is Compat.V4_9
+        if zero and self.broker.config.new_group_offset is NewGroupOffset.LEGACY:
             min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
             if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
                 return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=0).to_ext())

@@ -22,7 +22,9 @@ from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, 
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..broker2client import ResetRequest
+from ..config import Compat
 from ..consume_stats import consume_stats
+from ..remarks import NOT_SET_ANY_RESPONSE_CODE
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -44,7 +46,8 @@ class OffsetAdminProcessor:
         table = self.broker.broker2client.reset_offset(ResetRequest(
             h.topic, h.group, h.timestamp, h.is_force, queue_id=h.queue_id if h.queue_id is not None and
             h.queue_id >= 0 else None, offset=offset, for_cpp=str(req.language).upper() == "CPP"))
-        return RemotingCommand.response_to(req, body=ResetOffsetBody(offset_table=table).encode())
+        return RemotingCommand.response_to(req, remark=NOT_SET_ANY_RESPONSE_CODE,  # 4.9.8's remark of a reset done
+                                           body=ResetOffsetBody(offset_table=table).encode())
 
     async def get_consumer_status(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetConsumerStatusRequestHeader.from_ext(req.ext_fields)
@@ -53,7 +56,11 @@ class OffsetAdminProcessor:
 
     def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
-        return RemotingCommand.response_to(req, body=consume_stats(self.broker, h.consumer_group, h.topic).encode())
+        stats = consume_stats(self.broker, h.consumer_group, h.topic)
+        if self.broker.config.compat is Compat.V4_9:  # 4.9.8's OffsetWrapper has no pullOffset (5.x added it)
+            for wrapper in stats.offset_table.values():
+                wrapper.pull_offset = None
+        return RemotingCommand.response_to(req, body=stats.encode())
 
     def expire_files_now(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = ExpireFilesNowRequestHeader.from_ext(req.ext_fields)

@@ -62,7 +62,14 @@ def _time(value: Any, ctx: Context) -> Any:
         number = int(value)
     if number is not None and ctx.started_ms - 3 * DAY_MS <= number <= ctx.ended_ms + DAY_MS:
         return "<time>"
+    if isinstance(value, str) and len(value) > 13:  # a time inside a text (a remark naming the timestamp)
+        new = _MS_IN_TEXT.sub(lambda m: "<time>" if ctx.started_ms - 3 * DAY_MS <= int(m.group(0))
+                              <= ctx.ended_ms + DAY_MS else m.group(0), value)
+        return value if new == value else new
     return value
+
+
+_MS_IN_TEXT = re.compile(r"(?<!\d)\d{13}(?!\d)")
 
 
 _ADDRESS = re.compile(r"(127\.0\.0\.1|localhost|\d+\.\d+\.\d+\.\d+):(\d{2,5})\b")
