@@ -145,7 +145,7 @@ class Observation:
     broker: str
     started_ms: int
     ended_ms: int = 0
-    events: dict[str, list[dict]] = field(default_factory=dict)
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
     broker_view: dict[str, Any] = field(default_factory=dict)
 
@@ -232,7 +232,7 @@ _INDEX = re.compile(r"(\d+)$")
 _GO_RUN = re.compile(r"\b[0-9a-f]{8,}\b")
 
 
-def _delivery(client: str, e: dict) -> dict[str, Any]:
+def _delivery(client: str, e: dict[str, Any]) -> dict[str, Any]:
     """One consumed/pulled message, whatever driver printed it."""
     body = e.get("body") or ""
     if client == "go":
@@ -315,7 +315,7 @@ def observation_records(scenario: ClientScenario, obs: Observation) -> list[dict
     for run in scenario.runs:
         events = obs.events.get(run.name, [])
         answer: dict[str, Any] = {"exit": obs.exit_codes.get(run.name)}
-        sent: dict[str, list] = {}
+        sent: dict[str, list[dict[str, Any]]] = {}
         for e in events:
             if e.get("event") == "sent":
                 where = labels.get(e["queueId"], f"unlabelled-{e['queueId']}") if "queueId" in e else "?"
@@ -328,7 +328,7 @@ def observation_records(scenario: ClientScenario, obs: Observation) -> list[dict
             answer["sent"] = {k: sorted(v, key=lambda s: (s["queueOffset"] is None, s["queueOffset"] or 0,
                                                           _index(s["body"] or "")))
                               for k, v in sorted(sent.items())}
-        queues: dict[str, list] = {}
+        queues: dict[str, list[dict[str, Any]]] = {}
         deliveries: dict[str, int] = {}
         for e in events:
             if e.get("event") not in ("consumed", "polled", "received", "pulled"):

@@ -6,9 +6,9 @@
 //   java ParityClient consume NAMESRV TOPIC GROUP EXPECT TIMEOUT_S orderly|concurrently FAIL MAX_RECONSUME LINGER_S
 //       CONSUME_FROM_FIRST_OFFSET push consumer; FAIL: "none", "always" (RECONSUME_LATER every time) or a body
 //       whose first delivery fails (orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT); MAX_RECONSUME: setMaxReconsumeTimes
-//       (-1: the client's default); ends after EXPECT deliveries, at the earliest LINGER_S after its start (11:
-//       the client's periodic offset persist, 10 s after start, has run: its persist at shutdown is oneway and
-//       was seen lost against the real broker), or at the timeout
+//       (-1: the client's default); ends after EXPECT deliveries (then 1 s, at the earliest LINGER_S after its
+//       start) or at the timeout, committing its offsets synchronously before shutdown (the client's own persist
+//       at shutdown is oneway and was seen lost against the real broker)
 // Output: one JSON object per line; each delivery as "consumed" with every property of the message.
 import com.alibaba.fastjson.JSON;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +25,9 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.consumer.store.OffsetStore;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
+import org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -120,7 +123,13 @@ public class ParityClient {
         boolean ok = done.await(timeout, TimeUnit.SECONDS);
         emit("event", "all_consumed", "ok", ok, "consumed", got.get());
         long left = started + linger * 1000L - System.currentTimeMillis();
-        if (left > 0) Thread.sleep(left);
+        Thread.sleep(Math.max(left, 1000)); // the last listener calls' results (offsets, send-backs) are in
+        // the client's persist at shutdown is oneway (seen lost against the real broker): commit first, synchronously
+        OffsetStore store = c.getDefaultMQPushConsumerImpl().getOffsetStore();
+        for (MessageQueue mq : c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet()) {
+            long offset = store.readOffset(mq, ReadOffsetType.READ_FROM_MEMORY);
+            if (offset >= 0) ((RemoteBrokerOffsetStore) store).updateConsumeOffsetToBroker(mq, offset, false);
+        }
         c.shutdown();
         emit("event", "result", "ok", ok, "consumed", got.get(), "expected", expect);
         return ok ? 0 : 1;
