@@ -21,6 +21,7 @@ from ..consume_checks import check_consume
 from ..filter.consumer_filter import SQL92
 from ..filter.tags import parse_tag_expression
 from ..long_polling import PullRequest
+from ..remarks import suggest_todo
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -50,7 +51,8 @@ class PullMessageProcessor:
     def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool) -> RemotingCommand | None:
         b = self.broker
         h = PullMessageRequestHeader.from_ext(req.ext_fields)
-        group_cfg, _ = check_consume(b, h.consumer_group, h.topic, h.queue_id, consumer=conn.peer)
+        group_cfg, _ = check_consume(b, h.consumer_group, h.topic, h.queue_id, consumer=f"/{conn.peer}")  # Java's
+        # InetSocketAddress.toString()
         sys_flag = h.sys_flag
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             expression_type = h.expression_type or "TAG"
@@ -58,15 +60,13 @@ class PullMessageProcessor:
         else:
             gi = b.consumer_manager.get(h.consumer_group)
             if gi is None:
-                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST,
-                                  f"the consumer's group info not exist, group: {h.consumer_group}")
+                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST, suggest_todo("the consumer's group info not exist"))
             if gi.message_model == MessageModel.BROADCASTING and not group_cfg.consume_broadcast_enable:
                 raise BrokerError(_R.NO_PERMISSION,
                                   f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
             sub = gi.subscription_table.get(h.topic)
             if sub is None:
-                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, "
-                                                             f"group: {h.consumer_group} topic: {h.topic}")
+                raise BrokerError(_R.SUBSCRIPTION_NOT_EXIST, suggest_todo("the consumer's subscription not exist"))
             if sub.sub_version < h.sub_version:
                 raise BrokerError(_R.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             expression_type = sub.expression_type or "TAG"
@@ -224,7 +224,8 @@ class PullMessageProcessor:
                                               "broker (illegal offset)", h.queue_offset)
         event = OffsetMovedEvent(consumer_group=h.consumer_group, message_queue=MessageQueue(
             h.topic, b.config.broker_name, h.queue_id), offset_request=h.queue_offset, offset_new=offset_new)
-        props = f"TAGS\x01{h.consumer_group}\x02KEYS\x01{h.consumer_group}".encode()
+        props = f"TAGS\x01{h.consumer_group}\x02DELAY\x010\x02KEYS\x01{h.consumer_group}".encode()  # 4.9.8 sets
+        # delay level 0 on the event
         inner = MessageExtBrokerInner(OFFSET_MOVED_EVENT, 0, event.encode(), properties_raw=props,
                                       tags_code=java_string_hash(h.consumer_group),
                                       born_timestamp=int(time.time() * 1000), born_host=b.store_host_packed,

@@ -57,7 +57,7 @@ async def test_the_subscription_of_the_heartbeat_is_used_when_the_pull_has_none(
     await harness.send("Orders", b"b", tags="B")
     missing = await harness.pull("G", "Orders", 0, 0, subscription=None)
     assert missing.code == R.SUBSCRIPTION_NOT_EXIST
-    assert missing.remark == "the consumer's group info not exist, group: G"
+    assert missing.remark == "the consumer's group info not exist\nSee http://rocketmq.apache.org/docs/faq/ for further details."
     await harness.heartbeat("G", "Orders", sub_string="B")
     r = await harness.pull("G", "Orders", 0, 0, subscription=None)
     assert [m.body for m in decode_messages(r.body)] == [b"b"]
