@@ -337,7 +337,7 @@ class QueryMessageResponseHeader(CommandHeader, kw_only=True):
 # §4.5 Client management, §4.6 transactions
 # --------------------------------------------------------------------------------------------------
 class UnregisterClientRequestHeader(CommandHeader, kw_only=True, rename=camel_except(client_id="clientID")):
-    client_id: str
+    client_id: str | None = None  # 4.9.8 unregisters by the connection; the id is not needed
     producer_group: str | None = None
     consumer_group: str | None = None
 
