@@ -37,6 +37,8 @@ from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import GetConsumerStatusRequestHeader, ResetOffsetRequestHeader
 
+from .config import Compat
+
 if TYPE_CHECKING:
     from .client_manager import ClientChannelInfo
     from .broker_state import BrokerState
@@ -102,8 +104,8 @@ class Broker2Client:
         for q in queues:
             target = self._target(r, q)
             mq = MessageQueue(r.topic, b.config.broker_name, q)
-            if broadcasting:
-                table[mq] = target
+            if broadcasting and b.config.compat is not Compat.V4_9:  # 4.9.8 holds no offset of a broadcasting
+                table[mq] = target  # group, so it refuses its reset ("not exist" below)
                 continue
             committed = b.consumer_offset_manager.query_offset(r.group, r.topic, q)
             if committed < 0:

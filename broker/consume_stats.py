@@ -49,7 +49,7 @@ def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None)
         consume_tps += b.stats.group_get_tps(group, topic)  # messages pulled per second, last minute
         for q in range(tc.read_queue_nums):
             broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))
-            if broadcasting:
+            if broadcasting and b.config.enable_broadcast_offset_store:  # else, as 4.9.8: the group's own offsets
                 consumer_offset = max(0, b.broadcast_offsets.group_offset(topic, group, q))
                 pulled = max([consumer_offset] + [c.offsets[q] for _, c in b.broadcast_offsets.live(topic, group)
                                                   if q in c.offsets and online])

@@ -252,6 +252,7 @@ def parse_values(values: Mapping[str, Any]) -> dict[str, Any]:
 #: the emulator answers as 5.x does by default (README "Parity with Apache RocketMQ" lists them with the reasons)
 COMPAT_4_9: dict[str, Any] = {
     "useServerSideResetOffset": False,
+    "enableBroadcastOffsetStore": False,
 }
 
 
