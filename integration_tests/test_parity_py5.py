@@ -1,6 +1,7 @@
 """What the official 5.x Python client (rocketmq-python-client 5.1.2, through py5_driver.py) observes against the
 real Apache RocketMQ 5.3.3 proxy, replayed against the emulator's gRPC endpoint: a produce, a SimpleConsumer's
-receive and ack, FIFO order within a message group, a delayed message. The observations (messages per step, in
+receive and ack, FIFO order within a message group, a delayed message, a change of invisible time, a push
+consumer's failed consumption delivered again. The observations (messages per step, in
 the order received, with tag, keys, properties, attempt, message group, whether a delivery time came) were
 recorded twice against fresh real brokers into tests/parity/snapshots_grpc/py5_client.json:
 
@@ -29,8 +30,10 @@ from .py5_client import run_py5
 SNAPSHOT = Path(__file__).resolve().parents[1] / "tests" / "parity" / "snapshots_grpc" / "py5_client.json"
 SETUP = {"topics": [{"name": "P5Normal", "type": "NORMAL", "queues": 1},
                     {"name": "P5Fifo", "type": "FIFO", "queues": 4},
-                    {"name": "P5Delay", "type": "DELAY", "queues": 1}],
-         "groups": [{"name": "P5Group"}, {"name": "P5FifoGroup", "fifo": True}, {"name": "P5DelayGroup"}]}
+                    {"name": "P5Delay", "type": "DELAY", "queues": 1},
+                    {"name": "P5Push", "type": "NORMAL", "queues": 1}],
+         "groups": [{"name": "P5Group"}, {"name": "P5FifoGroup", "fifo": True}, {"name": "P5DelayGroup"},
+                    {"name": "P5PushGroup"}]}
 #: (step name, driver arguments): run in order, each a driver process of its own
 STEPS: list[tuple[str, list[str]]] = [
     ("produce normal", ["produce", "--topic", "P5Normal", "--count", "3", "--tag", "TagA", "--keys", "key{i}",
@@ -49,6 +52,13 @@ STEPS: list[tuple[str, list[str]]] = [
                                      "--await", "10", "--duration", "40"]),
     ("produce a delayed message to a normal topic", ["produce", "--topic", "P5Normal", "--count", "1",
                                                      "--delay-s", "3", "--body-prefix", "x"]),
+    ("produce one to change", ["produce", "--topic", "P5Normal", "--count", "1", "--body-prefix", "c"]),
+    ("change its invisible time, receive it again", ["simple", "--topic", "P5Normal", "--group", "P5Group",
+                                                     "--ack", "after-change", "--change-to", "1", "--expect", "2",
+                                                     "--await", "5", "--duration", "60"]),
+    ("produce two for a push consumer", ["produce", "--topic", "P5Push", "--count", "2", "--body-prefix", "p"]),
+    ("push consumer fails each once", ["push", "--topic", "P5Push", "--group", "P5PushGroup", "--fail-first", "1",
+                                       "--expect", "2", "--duration", "60"]),
 ]
 
 
@@ -64,7 +74,10 @@ def observe(events: list[dict[str, Any]]) -> dict[str, Any]:
     if received or not (sent or errors):
         out["received"] = [{"body": e["body"], "tag": e["tag"], "keys": e["keys"], "props": e["props"],
                             "attempt": e["attempt"], "topic": e["topic"], "message_group": e["message_group"],
-                            "delivery_time": e["delivery_ts"] is not None} for e in received]
+                            "delivery_time": e["delivery_ts"] is not None,
+                            **({"failed": e["failed"]} if "failed" in e else {})} for e in received]
+        if any("failed" in e for e in received):  # a push consumer consumes in threads: in no set order
+            out["received"].sort(key=lambda r: (r["body"], r["attempt"]))
     out["finished"] = any(e["event"] == "done" for e in events)
     return out
 
