@@ -30,7 +30,7 @@ from rocketmq_emulator.protocol.bodies import (ConsumerData, ConsumeType, Heartb
 from rocketmq_emulator.protocol.codes import CURRENT_VERSION
 from rocketmq_emulator.protocol.frame import encode_command_bytes
 from rocketmq_emulator.protocol.headers import CommandHeader, PullMessageRequestHeader, SendMessageRequestHeader
-from rocketmq_emulator.protocol.message import encode_properties
+from rocketmq_emulator.protocol.message import encode_properties, java_string_hash
 
 #: small mapped files: a harness broker is made and removed per test
 HARNESS_SETTINGS: dict[str, object] = {"listenPort": 0, "brokerIP1": "127.0.0.1",
@@ -174,7 +174,10 @@ class BrokerHarness:
                         channel: ClientChannel | None = None) -> RemotingCommand:
         """HEART_BEAT of a push consumer of `group` subscribing `topics` (and a producer of `producer_group`)."""
         channel = channel or self.client
-        subs = [SubscriptionData(topic=t, sub_string=sub_string, sub_version=1) for t in topics]
+        # with the tags' hash codes, as every client sends them (the broker filters by the codes alone)
+        tags = [] if sub_string.strip() in ("", "*") else [s.strip() for s in sub_string.split("||") if s.strip()]
+        subs = [SubscriptionData(topic=t, sub_string=sub_string, tags_set=tags,
+                                 code_set=[java_string_hash(s) for s in tags], sub_version=1) for t in topics]
         data = HeartbeatData(client_id=channel.client_id, consumer_data_set=[ConsumerData(
             group_name=group, consume_type=ConsumeType.CONSUME_PASSIVELY, message_model=model,
             subscription_data_set=subs)] if group else [],

@@ -70,8 +70,10 @@ class PullMessageProcessor:
             if sub.sub_version < h.sub_version:
                 raise BrokerError(_R.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             expression_type = sub.expression_type or "TAG"
-            codes = frozenset(sub.code_set) if sub.sub_string.strip() not in ("", "*") and sub.code_set else \
-                parse_tag_expression(sub.sub_string)
+            # the heartbeat's tag hash codes decide, as 4.9.8's ExpressionMessageFilter: a subscription of tags
+            # that came without codes matches nothing
+            codes = parse_tag_expression(sub.sub_string) if sub.sub_string.strip() in ("", "*") else \
+                frozenset(sub.code_set)
         record_filter = None
         if expression_type != "TAG":
             record_filter = self._sql92_filter(h, expression_type)
@@ -139,18 +141,22 @@ class PullMessageProcessor:
         return RemotingCommand.response_to(req, code, status.name, PullMessageResponseHeader.fast_ext(
             result.next_begin_offset, result.min_offset, result.max_offset), body)
 
-    def _sql92_filter(self, h: PullMessageRequestHeader, expression_type: str) -> Callable[[bytes], bool]:
+    def _sql92_filter(self, h: PullMessageRequestHeader, expression_type: str) -> Callable[[bytes], bool] | None:
         """The compiled SQL92 expression of the pull (its own, with the subscription flag) or of the group's
-        subscription (ConsumerFilterManager, fed by heartbeats), as 4.9.8's PullMessageProcessor answers."""
+        subscription (ConsumerFilterManager, fed by heartbeats), as 4.9.8's PullMessageProcessor answers. An
+        expression of the pull's own that does not compile (or of a type no filter knows) filters nothing, as 4.9.8
+        and 5.x do (their ConsumerFilterManager.build returns null and the pull goes on without filter data)."""
         b = self.broker
-        if expression_type != SQL92 or not b.config.enable_property_filter:
+        if not b.config.enable_property_filter:
             raise BrokerError(_R.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
                                                + expression_type)
         if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+            if expression_type != SQL92:
+                return None
             built = b.consumer_filter_manager.build(h.subscription or "")
             if isinstance(built, str):
-                log.info("pull of %s by %s: %s", h.topic, h.consumer_group, built)
-                raise BrokerError(_R.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+                log.info("pull of %s by %s: %s (pulled without filter, as 4.9.8)", h.topic, h.consumer_group, built)
+                return None
             return built
         data = b.consumer_filter_manager.get(h.topic, h.consumer_group)
         if data is None or data.record_filter is None:
