@@ -27,6 +27,7 @@ from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerName
                                                 RegisterBrokerRequestHeader, GetKVConfigResponseHeader,
                                                 QueryDataVersionResponseHeader, WipeWritePermOfBrokerResponseHeader,
                                                 AddWritePermOfBrokerResponseHeader, RegisterBrokerResponseHeader)
+from rocketmq_emulator.protocol.message import java_hash_set_order
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
 from .remarks import FAQ_SUFFIX
@@ -37,6 +38,8 @@ from .runtime_config import NamesrvConfiguration
 log = logging.getLogger("rocketmq_emulator.namesrv")
 
 BROKER_CHANNEL_EXPIRED_S = 120.0
+#: the initial size of 4.9.8's RouteInfoManager.topicQueueTable (a HashMap): topic lists are built in its order
+TOPIC_TABLE_CAPACITY = 1024
 
 
 class RegisterBrokerBody(Body):
@@ -206,7 +209,8 @@ class NameServer:
         t.register(RequestCode.GET_BROKER_CLUSTER_INFO, self.get_cluster_info)
         t.register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.get_all_topics)
         t.register(RequestCode.GET_TOPICS_BY_CLUSTER, self.get_topics_by_cluster)
-        t.register([RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_UNIT_TOPIC_LIST,
+        t.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, self.get_system_topic_list)
+        t.register([RequestCode.GET_UNIT_TOPIC_LIST,
                     RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST],
                    self.get_empty_topic_list)
         t.register(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
@@ -223,11 +227,11 @@ class NameServer:
 
     def get_route_info(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetRouteInfoRequestHeader.from_ext(req.ext_fields)
-        route = self.routes.pick_route(h.topic)
+        route = self.routes.pick_route(h.topic) if h.topic is not None else None
         if route is None:
             return RemotingCommand.response_to(
-                req, ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {h.topic}"
-                + FAQ_SUFFIX)
+                req, ResponseCode.TOPIC_NOT_EXIST, "No topic route info in name server for the topic: "
+                f"{'null' if h.topic is None else h.topic}" + FAQ_SUFFIX)
         orders = self.routes.kv_config.get("ORDER_TOPIC_CONFIG", {})
         if h.topic in orders and self.configuration.order_message_enable:  # 4.9.8: only with orderMessageEnable
             route.order_topic_conf = orders[h.topic]
@@ -238,13 +242,30 @@ class NameServer:
         return RemotingCommand.response_to(req, body=self.routes.cluster_info().encode())
 
     def get_all_topics(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        return RemotingCommand.response_to(req, body=TopicList(topic_list=sorted(self.routes.topic_queue_table)).encode())
+        topics = java_hash_set_order(self.routes.topic_queue_table, TOPIC_TABLE_CAPACITY)
+        return RemotingCommand.response_to(req, body=TopicList(topic_list=topics).encode())
 
     def get_topics_by_cluster(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         cluster = GetTopicsByClusterRequestHeader.from_ext(req.ext_fields).cluster
         names = self.routes.cluster_addr_table.get(cluster, set())
-        topics = sorted(t for t, qd in self.routes.topic_queue_table.items() if names & set(qd))
+        topics = java_hash_set_order((t for t, qd in self.routes.topic_queue_table.items() if names & set(qd)),
+                                     TOPIC_TABLE_CAPACITY)
         return RemotingCommand.response_to(req, body=TopicList(topic_list=topics).encode())
+
+    def get_system_topic_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """4.9.8's "system topics" of the name server: each cluster's name and its brokers' names, and the address
+        of a broker (the first of the first cluster)."""
+        names: list[str] = []
+        addr = None
+        for cluster, brokers in self.routes.cluster_addr_table.items():
+            names.append(cluster)
+            for name in brokers:
+                names.append(name)
+                data = self.routes.broker_addr_table.get(name)
+                if addr is None and data is not None and data.broker_addrs:
+                    addr = next(iter(data.broker_addrs.values()))
+        return RemotingCommand.response_to(req, body=TopicList(topic_list=java_hash_set_order(names),
+                                                               broker_addr=addr).encode())
 
     def get_empty_topic_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         return RemotingCommand.response_to(req, body=TopicList().encode())

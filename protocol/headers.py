@@ -505,7 +505,7 @@ class LockBatchMqRequestHeader(CommandHeader, kw_only=True):
 # §4.8 Name server
 # --------------------------------------------------------------------------------------------------
 class GetRouteInfoRequestHeader(CommandHeader, kw_only=True):
-    topic: str
+    topic: str | None = None  # 4.9.8 looks up "null" and finds no route
     accept_standard_json_only: bool | None = None
 
 

@@ -11,7 +11,7 @@ import ipaddress
 import struct
 import zlib
 from functools import lru_cache
-from typing import Any, Iterator, Mapping, Self
+from typing import Any, Iterable, Iterator, Mapping, Self
 
 from .codes import MessageSysFlag
 from .errors import ProtocolError
@@ -144,6 +144,24 @@ def decode_message_id(msg_id: str) -> tuple[str, int, int]:
     n = len(raw) - 12
     port, offset = struct.unpack_from(">iq", raw, n)
     return unpack_host(raw[:n]), port, offset
+
+
+def java_hash_set_order(items: Iterable[str], source_capacity: int | None = None) -> list[str]:
+    """The order a Java `HashSet<String>` (or HashMap keys) built from `items` iterates in: by bucket of its final
+    table (16 grown by doubling while over 3/4 full, bucket = (h ^ h >>> 16) & (n - 1)), then by insertion. A
+    RocketMQ answer that serialises such a set (topic lists, ...) lists its items in this order. `source_capacity`:
+    the items were inserted in the iteration order of another hash map of that table size (ties go by it)."""
+    unique = list(dict.fromkeys(items))
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
+
+    def spread(name: str) -> int:
+        h = java_string_hash(name) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+    if source_capacity is not None:
+        unique.sort(key=lambda name: spread(name) & (source_capacity - 1))
+    return sorted(unique, key=lambda name: spread(name) & (capacity - 1))  # stable: insertion order in a bucket
 
 
 @lru_cache(maxsize=8192)

@@ -219,3 +219,15 @@ def test_remove_property_agrees_with_full_parse(p, trailing):
     raw = encode_properties(p, trailing_separator=trailing).encode()
     expected = {k: v for k, v in p.items() if k != "WAIT"}
     assert decode_properties(remove_property(raw, b"WAIT")) == expected
+
+
+def test_java_hash_set_order_is_the_real_name_servers_topic_list_order():
+    """The topic list a fresh Apache RocketMQ 4.9.8 name server answered (tests/parity/snapshots/nsr_routes_kv.json):
+    a Java HashSet filled from a HashMap of 1024 buckets."""
+    from rocketmq_emulator.protocol.message import java_hash_set_order
+    topics = ["BenchmarkTest", "DefaultCluster", "DefaultCluster_REPLY_TOPIC", "OFFSET_MOVED_EVENT", "PT_NS",
+              "SCHEDULE_TOPIC_XXXX", "SELF_TEST_TOPIC", "TBW102", "broker-a"]
+    assert java_hash_set_order(topics, 1024) == [
+        "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "broker-a",
+        "TBW102", "PT_NS", "SELF_TEST_TOPIC", "DefaultCluster"]
+    assert java_hash_set_order(["DefaultCluster", "broker-a"]) == ["broker-a", "DefaultCluster"]
