@@ -56,6 +56,12 @@ JAVA_RESET_GRACE_S = 30.0
 #: MQVersion.Version.V4_9_8.ordinal(): Java clients before it do not apply a reset of a broadcasting group
 JAVA_BROADCAST_RESET_VERSION = 405
 STATUS_TIMEOUT_S = 5.0
+#: INVOKE_BROKER_TO_GET_CONSUMER_STATUS of a group with no consumer online: upstream's getConsumeStatus calls
+#: getConsumerGroupInfo(group).getChannelInfoTable() and answers the exception's text (4.9.8 and 5.3.3 alike)
+_NO_GROUP_INFO = ('java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.broker.client.ConsumerGroupInfo.'
+                  'getChannelInfoTable()" because the return value of "org.apache.rocketmq.broker.client.'
+                  'ConsumerManager.getConsumerGroupInfo(String)" is null, org.apache.rocketmq.broker.client.net.'
+                  'Broker2Client.getConsumeStatus(Broker2Client.java:243)')
 
 
 @dataclass
@@ -196,10 +202,12 @@ class Broker2Client:
         """Each client's in-memory offsets of the topic (GET_CONSUMER_STATUS_FROM_CLIENT, 5 s each, in parallel);
         clients that do not answer are left out."""
         gi = self.broker.consumer_manager.get(group)
-        channels = [c for c in (gi.channels.values() if gi is not None else [])
-                    if not client_addr or c.client_id == client_addr]
-        if not channels:
+        if gi is None:  # 4.9.8 and 5.3.3 run into a NullPointerException here and answer its text
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, _NO_GROUP_INFO)
+        if not gi.channels:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
+        # a clientAddr naming no client of the group is answered with an empty table, as upstream
+        channels = [c for c in gi.channels.values() if not client_addr or c.client_id == client_addr]
         for info in channels:
             if info.version < MIN_RESET_CLIENT_VERSION:
                 raise BrokerError(ResponseCode.SYSTEM_ERROR,

@@ -706,5 +706,6 @@ async def test_get_consumer_status_relays_each_clients_offsets(emulator):
         finally:
             for c in members:
                 await c.stop()
-        with pytest.raises(Exception, match="No Any Consumer online"):
+        # 4.9.8 (and 5.3.3) answer the NullPointerException their getConsumeStatus runs into for a group gone
+        with pytest.raises(Exception, match="NullPointerException: Cannot invoke"):
             await admin.get_consumer_status("status", "Status")

@@ -17,6 +17,7 @@ from rocketmq_emulator.protocol.topics import retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..client_manager import ClientChannelInfo
+from ..lock_manager import java_hash_set_order
 from ..filter.consumer_filter import SQL92, compile_problem
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ class ClientManageProcessor:
     def lock_batch_mq(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         body = LockBatchRequestBody.decode(req.body)
         granted = self.broker.lock_manager.try_lock_batch(body.consumer_group, set(body.mq_set), body.client_id)
-        return RemotingCommand.response_to(req, body=LockBatchResponseBody(lock_ok_mq_set=granted).encode())
+        ordered = java_hash_set_order(granted, len(body.mq_set))  # written in the Java HashSet's order, as 4.9.8
+        return RemotingCommand.response_to(req, body=LockBatchResponseBody(lock_ok_mq_set=ordered).encode())  # type: ignore[arg-type]
 
     def unlock_batch_mq(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         body = UnlockBatchRequestBody.decode(req.body)

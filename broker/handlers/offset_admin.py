@@ -52,7 +52,9 @@ class OffsetAdminProcessor:
     async def get_consumer_status(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetConsumerStatusRequestHeader.from_ext(req.ext_fields)
         tables = await self.broker.broker2client.get_consumer_status(h.topic, h.group, h.client_addr)
-        return RemotingCommand.response_to(req, body=GetConsumerStatusBody(consumer_table=tables).encode())
+        # upstream's answer keeps the remark its response was created with
+        return RemotingCommand.response_to(req, remark="not set any response code",
+                                           body=GetConsumerStatusBody(consumer_table=tables).encode())
 
     def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
