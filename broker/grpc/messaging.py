@@ -46,6 +46,8 @@ PROPERTY_BORN_HOST = cv.PROPERTY_BORN_HOST
 #: the receive of an auto-renewing (push) consumer: the proxy's default invisible time
 AUTO_RENEW_INVISIBLE_MS = 60_000
 DEFAULT_LONG_POLLING_MS = 20_000
+#: transaction data kept for EndTransaction (a half message's check-back adds it again)
+MAX_TRANSACTION_DATA = 100_000
 ENDED_TRANSACTION = {v2.TransactionResolution.COMMIT: MessageSysFlag.TRANSACTION_COMMIT_TYPE,
                      v2.TransactionResolution.ROLLBACK: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE}
 
@@ -238,7 +240,7 @@ class MessagingService:
             queues = max(1, tc.write_queue_nums)
             group = messages[0].system_properties.message_group if len(messages) == 1 else ""
             queue_id = fifo_queue(group, queues) if group else next(self._round_robin) % queues
-            results = [self._store(b, topic, m, p, queue_id) for m, p in zip(messages, props)]
+            results = [self._store(b, topic, m, p, queue_id, peer) for m, p in zip(messages, props)]
         except Exception as exc:  # noqa: BLE001
             return v2.SendMessageResponse(status=_status_of(exc))
         first = messages[0].system_properties
@@ -259,17 +261,20 @@ class MessagingService:
             props[PROPERTY_TRANSACTION_ID] = m.system_properties.message_id
         return props
 
-    def _store(self, b: BrokerContext, topic: str, m: Any, props: dict[str, str], queue_id: int) -> Any:
+    def _store(self, b: BrokerContext, topic: str, m: Any, props: dict[str, str], queue_id: int,
+               peer: tuple[str, int]) -> Any:
         transactional = m.system_properties.message_type == T.TRANSACTION
         result = b.send_core.send(SendMessageRequest.of(
             GRPC_PRODUCER_GROUP, topic, bytes(m.body), props, queue_id=queue_id, born_ms=cv.born_ms(m),
             sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0,
-            peer=_peer_of(props.get(PROPERTY_BORN_HOST, ""))))
+            peer=peer))
         if result.msg_id is None:
             raise BrokerError(result.code, result.remark)
         if transactional:
             _, _, commit_log_offset = decode_message_id(result.msg_id)
             self.transactions[(topic, m.system_properties.message_id)] = (b.config.broker_name, commit_log_offset)
+            if len(self.transactions) > MAX_TRANSACTION_DATA:  # never ended nor checked: the oldest go
+                del self.transactions[next(iter(self.transactions))]
         return result
 
     async def EndTransaction(self, request: Any, context: Any) -> Any:
@@ -514,8 +519,3 @@ def _peer(context: Any) -> tuple[str, int]:
     host, _, port = rest.rpartition(":")
     # born host is packed as IPv4 here: an IPv6 peer (or a Unix socket) is recorded as 127.0.0.1
     return (host if kind == "ipv4" else "127.0.0.1"), int(port) if port.isdigit() else 0
-
-
-def _peer_of(born_host: str) -> tuple[str, int]:
-    host, _, port = born_host.rpartition(":")
-    return (host if host.replace(".", "").isdigit() else "127.0.0.1"), int(port) if port.isdigit() else 0
