@@ -62,7 +62,8 @@ log = logging.getLogger("rocketmq_emulator.broker")
 DEFERRED_PROCESSORS = ("admin_broker:AdminBrokerProcessor", "broker_config:BrokerConfigProcessor",
                        "broker_stats:BrokerStatsProcessor", "consumer_admin:ConsumerAdminProcessor",
                        "offset_admin:OffsetAdminProcessor", "query_message:QueryMessageProcessor",
-                       "reply_message:ReplyMessageProcessor", "end_transaction:EndTransactionProcessor")
+                       "reply_message:ReplyMessageProcessor", "end_transaction:EndTransactionProcessor",
+                       "admin_queries:AdminQueryProcessor")
 
 
 class BrokerController:

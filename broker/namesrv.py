@@ -87,8 +87,8 @@ class RouteInfoManager:
                 self.topic_queue_table.setdefault(name, {})[broker_name] = QueueData(
                     broker_name=broker_name, read_queue_nums=tc.read_queue_nums,
                     write_queue_nums=tc.write_queue_nums, perm=tc.perm, topic_sys_flag=tc.topic_sys_flag)
-            for name in [t for t, qd in self.topic_queue_table.items() if broker_name in qd and t not in topics]:
-                self._remove_queue_data(name, broker_name)
+            # 4.9.8 (and 5.x by default) keep the routes of topics a registration no longer lists: a topic deleted
+            # on the broker stays routed until DELETE_TOPIC_IN_NAMESRV (mqadmin deleteTopic sends both)
 
     def _remove_queue_data(self, topic: str, broker_name: str) -> None:
         queues = self.topic_queue_table.get(topic)
@@ -336,7 +336,8 @@ class NameServer:
         changed = info is None or version is None or info.data_version != version
         if info is not None:
             info.last_update = time.monotonic()
-        return RemotingCommand.response_to(req, ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext())
+        return RemotingCommand.response_to(req, ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext(),
+                                           body=info.data_version.encode() if info is not None else b"")
 
     def wipe_write_perm(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         name = BrokerNameRequestHeader.from_ext(req.ext_fields).broker_name

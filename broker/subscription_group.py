@@ -9,7 +9,7 @@ from rocketmq_emulator.protocol.admin_bodies import DataVersion, SubscriptionGro
 from .config_file import load_config_file, write_config_file
 
 TOOL_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
-               "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRACE")
+               "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL")  # CID_RMQ_SYS_TRACE: made on first use
 
 
 class SubscriptionGroupManager:

@@ -168,4 +168,4 @@ class TopicConfigManager:
 
     def is_system_topic(self, topic: str) -> bool:
         return (topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_") or topic == self.cluster_name
-                or topic == self.broker_name)
+                or topic == self.broker_name or topic == f"{self.cluster_name}_REPLY_TOPIC")

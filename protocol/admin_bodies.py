@@ -147,8 +147,9 @@ class SubscriptionGroupConfig(Body):
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
-    #: 5.x: a FIFO group (5.x clients consume its queues in order)
-    consume_message_orderly: bool = False
+    #: 5.x: a FIFO group (5.x clients consume its queues in order); None (not written, as 4.9.8 has no such
+    #: field) unless an update set it
+    consume_message_orderly: bool | None = None
 
 
 class SubscriptionGroupWrapper(_ConfigFile):

@@ -52,6 +52,9 @@ class MessageLookup:
     _lock: threading.RLock
     _running: bool
     _cqs: dict[tuple[str, int], ConsumeQueue]
+    #: queues whose offsets or times were asked for: 4.9.8's store makes an empty consume queue for each (its
+    #: findConsumeQueue), which queryCq then finds (broker/handlers/broker_config.py)
+    looked_up_queues: set[tuple[str, int]]
     commitlog: CommitLog
     index: IndexService
     config: MessageStoreConfig
@@ -181,10 +184,12 @@ class MessageLookup:
     # offsets and time (§9.13)
     # ------------------------------------------------------------------------------------------------
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        self.looked_up_queues.add((topic, queue_id))
         cq = self._cqs.get((topic, queue_id))
         return cq.max_offset_in_queue if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        self.looked_up_queues.add((topic, queue_id))
         cq = self._cqs.get((topic, queue_id))
         return cq.min_offset_in_queue if cq is not None else 0
 
@@ -195,11 +200,13 @@ class MessageLookup:
             return unit[0] if unit is not None else 0
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        self.looked_up_queues.add((topic, queue_id))
         with self._lock:
             cq = self._cqs.get((topic, queue_id))
             return cq.get_offset_in_queue_by_time(timestamp, self.commitlog) if cq is not None else 0
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        self.looked_up_queues.add((topic, queue_id))
         with self._lock:
             cq = self._cqs.get((topic, queue_id))
             return cq.get_earliest_store_time(self.commitlog) if cq is not None else -1

@@ -123,6 +123,7 @@ class MessageStore(MessageLookup):
         self._accepting = False  # running and writable: the one flag the put path reads
         self._index_enabled = self.config.message_index_enable
         self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
+        self.looked_up_queues: set[tuple[str, int]] = set()
         self._last_ts = 0
         self._last_cl_flush = 0
         self._last_cq_flush = 0

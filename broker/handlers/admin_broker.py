@@ -15,6 +15,9 @@ from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, Delete
                                                 TopicRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from rocketmq_emulator.protocol.message import java_hash_set_order
+
+from ..config import Compat
 from ..remarks import NOT_SET_ANY_RESPONSE_CODE
 from ..topic_config import alter_attributes, validate_topic
 from .broker_stats import runtime_info
@@ -23,6 +26,11 @@ if TYPE_CHECKING:
     from ..broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.broker")
+
+#: 4.9.8's TopicValidator.SYSTEM_TOPIC_SET before the broker adds its cluster, broker and reply topic names
+SYSTEM_TOPIC_SET_4_9 = ("TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+                        "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+                        "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT")
 
 
 def drop_connections(b: BrokerContext, keep: RemotingConnection | None = None) -> int:
@@ -67,14 +75,17 @@ class AdminBrokerProcessor:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be positive")
         existing = tcm.get(h.topic)
         attributes = alter_attributes(existing.attributes if existing is not None else None, h.attributes)
+        order = h.order and self.broker.config.compat is not Compat.V4_9  # 4.9.8 never sets a topic's order flag
         tcm.update(TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums,
                                write_queue_nums=h.write_queue_nums, perm=h.perm, topic_filter_type=filter_type,
-                               topic_sys_flag=h.topic_sys_flag or 0, order=h.order, attributes=attributes))
+                               topic_sys_flag=h.topic_sys_flag or 0, order=order, attributes=attributes))
         return RemotingCommand.response_to(req, remark=NOT_SET_ANY_RESPONSE_CODE)  # 4.9.8 leaves the default remark
 
     def delete_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(req.ext_fields).topic
         validate_topic(topic)
+        if self.broker.topic_config_manager.is_system_topic(topic):
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
         self.broker.delete_topic(topic)
         return RemotingCommand.response_to(req)
 
@@ -97,9 +108,10 @@ class AdminBrokerProcessor:
         return RemotingCommand.response_to(req, body=TopicStatsTable(offset_table=table).encode())
 
     def get_system_topic_list(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        tcm = self.broker.topic_config_manager
-        return RemotingCommand.response_to(req, body=TopicList(
-            topic_list=sorted(t for t in tcm.table if tcm.is_system_topic(t))).encode())
+        """4.9.8's TopicValidator system topic set (whether the topics exist or not), in its HashSet's order."""
+        c = self.broker.config
+        names = SYSTEM_TOPIC_SET_4_9 + (c.broker_cluster_name, c.broker_name, f"{c.broker_cluster_name}_REPLY_TOPIC")
+        return RemotingCommand.response_to(req, body=TopicList(topic_list=java_hash_set_order(names)).encode())
 
     def update_and_create_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         cfg = SubscriptionGroupConfig.decode(req.body)

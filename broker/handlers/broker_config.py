@@ -21,6 +21,8 @@ from rocketmq_emulator.protocol.headers import GetBrokerConfigResponseHeader, Qu
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.queue_admin import clean_expired_consume_queues, clean_unused_topics, read_units
 
+from ..remarks import NOT_SET_ANY_RESPONSE_CODE
+
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
 
@@ -63,26 +65,24 @@ class BrokerConfigProcessor:
     # -- consume queues -----------------------------------------------------------------------------
     def query_consume_queue(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueryConsumeQueueRequestHeader.from_ext(req.ext_fields)
-        cq = self.broker.store.find_consume_queue(h.topic, h.queue_id)
-        if cq is None:
+        store = self.broker.store
+        cq = store.find_consume_queue(h.topic, h.queue_id)
+        if cq is None and (h.topic, h.queue_id) not in store.looked_up_queues:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"{h.queue_id}@{h.topic} is not exist!")
-        body = QueryConsumeQueueResponseBody(max_queue_index=cq.max_offset_in_queue,
-                                             min_queue_index=cq.min_offset_in_queue)
+        body = QueryConsumeQueueResponseBody(max_queue_index=cq.max_offset_in_queue if cq is not None else 0,
+                                             min_queue_index=cq.min_offset_in_queue if cq is not None else 0)
         if h.consumer_group is not None:
             group = self.broker.consumer_manager.get(h.consumer_group)
             sub = group.subscription_table.get(h.topic) if group is not None else None
             body.subscription_data = sub
             body.filter_data = (f"{h.consumer_group}@{h.topic} is not online!" if sub is None
                                 else "null")  # JSON of no SQL92 filter data: this broker filters by tag
-        units = read_units(cq, h.index, h.count)
-        remark = None
-        if units is None:
-            # 4.9.8 answers without a body here (mqadmin then fails on it); the bounds and the remark tell more
-            remark = f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!"
-        else:
-            body.queue_data = [ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags)
-                               for phy, size, tags in units]
-        return RemotingCommand.response_to(req, remark=remark, body=body.encode())
+        units = read_units(cq, h.index, h.count) if cq is not None else None
+        if units is None:  # 4.9.8 answers SUCCESS without a body here (mqadmin then fails on it)
+            return RemotingCommand.response_to(req, remark=f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
+        body.queue_data = [ConsumeQueueData(physic_offset=phy, physic_size=size, tags_code=tags)
+                           for phy, size, tags in units]
+        return RemotingCommand.response_to(req, remark=NOT_SET_ANY_RESPONSE_CODE, body=body.encode())
 
     def clean_expired_consume_queue(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         count = clean_expired_consume_queues(self.broker.store)

@@ -102,8 +102,9 @@ class ConsumerAdminProcessor:
 
     def clone_group_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         """Upstream's rule: with a topic, that topic (skipped when the source group is online without
-        subscribing it, unless `offline`); without one, every topic the source group has offsets of. The
-        destination's offsets of the topic become the source's."""
+        subscribing it, unless `offline`). Without one, 4.9.8 (and 5.x) go through every topic the source group
+        has offsets of but copy the offsets of topic `null` each time (the header's topic): nothing is cloned.
+        The destination's offsets of the topic become the source's."""
         h = CloneGroupOffsetRequestHeader.from_ext(req.ext_fields)
         b = self.broker
         offsets = b.consumer_offset_manager
@@ -115,6 +116,8 @@ class ConsumerAdminProcessor:
                 continue
             if not h.offline and gi is not None and gi.subscription_table and topic not in gi.subscription_table:
                 log.info("[cloneGroupOffset] the consumer group[%s], topic[%s] not exist", h.src_group, topic)
+                continue
+            if not h.topic:
                 continue
             for queue_id, offset in offsets.query_offsets_of_group(h.src_group, topic).items():
                 offsets.commit_offset("cloneGroupOffset", h.dest_group, topic, queue_id, offset)

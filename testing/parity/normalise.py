@@ -70,6 +70,14 @@ def _time(value: Any, ctx: Context) -> Any:
 
 
 _MS_IN_TEXT = re.compile(r"(?<!\d)\d{13}(?!\d)")
+_TIME_TEXT = re.compile(r"\d{4}-\d\d-\d\d[# ]\d\d:\d\d:\d\d(?:[:.,]\d{3})?")
+
+
+def _time_text(value: Any, ctx: Context) -> Any:
+    """A wall-clock time written out (UtilAll.timeMillisToHumanString2: 2026-11-26#12:00:00:000)."""
+    if isinstance(value, str) and len(value) >= 19 and _TIME_TEXT.search(value):
+        return _TIME_TEXT.sub("<time>", value)
+    return value
 
 
 _ADDRESS = re.compile(r"(127\.0\.0\.1|localhost|\d+\.\d+\.\d+\.\d+):(\d{2,5})\b")
@@ -106,6 +114,8 @@ VALUE_RULES: tuple[ValueRule, ...] = (
     ValueRule("time", "a wall-clock time in milliseconds (store, born, boot, update and check times): the clock "
               "when it happened, never the same twice; numbers within 3 days before and 1 day after the run",
               _time),
+    ValueRule("time-text", "a wall-clock time written as text (4.9.8's human-readable times): never the same "
+              "twice", _time_text),
     ValueRule("address", "the ports of a run: each broker and name server picks free ports, each client "
               "connection an ephemeral one", _addresses),
     ValueRule("msgid", "an offset msgId encodes the broker's port; its commitlog offset stays (it is decided by "
@@ -114,6 +124,48 @@ VALUE_RULES: tuple[ValueRule, ...] = (
 
 #: path rules, each found by recording twice against fresh real brokers (`check`)
 PATH_RULES: tuple[PathRule, ...] = ()
+
+#: admin and name server configs (GET_BROKER_CONFIG, GET_NAMESRV_CONFIG)
+PATH_RULES += (
+    PathRule("run-directories", "each fresh broker and name server runs in a fresh temporary directory: the store, "
+             "config and KV file paths of its configuration name it (the emulator's store is laid out in its own "
+             "way, so the whole path is replaced)",
+             ("answer.body.storePathRootDir", "answer.body.storePathCommitLog", "answer.body.configStorePath",
+              "answer.body.kvConfigPath"), "<run directory path>"),
+    PathRule("installation-directory", "rocketmqHome, the broker's installation folder (ROCKETMQ_HOME): where the "
+             "real broker was built, the emulator's package folder", ("answer.body.rocketmqHome",),
+             "<installation directory>"),
+    PathRule("listen-ports", "the ports a broker or name server listens on, as bare numbers in its configuration: "
+             "free ports of the run", ("answer.body.listenPort", "answer.body.haListenPort"), "<port>"),
+    PathRule("uptime", "runtime info's uptime text ('[ 0 days, 0 hours, 0 minutes, 7 seconds ]'): seconds since "
+             "the broker started, which depend on how long it took to start", ("answer.body.table.runtime",),
+             "<uptime>"),
+    PathRule("disk-space", "runtime info's free and total space of the store's disk and its used ratio: the "
+             "machine's disk, shared with everything else running", (
+                 "answer.body.table.commitLogDirCapacity", "answer.body.table.commitLogDiskRatio*",
+                 "answer.body.table.consumeQueueDiskRatio*"), "<disk space>"),
+    PathRule("store-tps", "runtime info's put/get rates ('0.0  ', or blanks before the store's first sample of its "
+             "per-second counters): whether the sampler ran yet decides", ("answer.body.table.*Tps",), "<tps>"),
+    PathRule("consume-time-span-clock", "QUERY_CONSUME_TIME_SPAN's times as text (yyyy-MM-dd#HH:mm:ss:SSS) and "
+             "delayTime (the broker's newest store time minus the consumed message's): when the messages were "
+             "stored", ("answer.body.consumeTimeSpanSet.*.*Str", "answer.body.consumeTimeSpanSet.*.delayTime"),
+             "<clock>"),
+)
+
+
+def _run_directory(value: Any, ctx: Context) -> Any:
+    if isinstance(value, str) and "/parity-" in value:
+        new = _RUN_DIR.sub("<run directory path>", value)
+        return value if new == value else new
+    return value
+
+
+_RUN_DIR = re.compile(r"/(?:[^\s/,]+/)*parity-(?:real|emu)-[A-Za-z0-9_]+[^\s,]*")
+
+VALUE_RULES += (
+    ValueRule("run-directory", "each fresh broker runs in a fresh temporary directory, which some map keys name "
+              "(runtime info's commitLogDiskRatio_<commitlog path>)", _run_directory),
+)
 
 
 #: lists whose order two fresh real brokers give differently, compared sorted: (path pattern, reason)

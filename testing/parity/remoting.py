@@ -220,7 +220,8 @@ class Session:
         elif kind == "answer_pushes":  # from now on, answer these pushes on this connection (as a client does)
             want = spec["answer_pushes"]
             _, table = await self.connection(want.get("to", "broker"), want.get("conn", "main"))
-            table.replies[code_of(want["code"])] = (int(want.get("reply_code", 0)), None, None, b"")
+            body = msgspec.json.encode(want["reply_body_json"]) if "reply_body_json" in want else b""
+            table.replies[code_of(want["code"])] = (int(want.get("reply_code", 0)), None, None, body)
         else:
             await self._request(step)
 
