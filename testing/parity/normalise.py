@@ -146,6 +146,10 @@ PATH_RULES += (
                  "answer.body.table.consumeQueueDiskRatio*"), "<disk space>"),
     PathRule("store-tps", "runtime info's put/get rates ('0.0  ', or blanks before the store's first sample of its "
              "per-second counters): whether the sampler ran yet decides", ("answer.body.table.*Tps",), "<tps>"),
+    PathRule("consume-tps", "GET_CONSUME_STATS's consumeTps: the group's per-minute pull rate, 0 until the broker's "
+             "10-s sampling tick (its phase set when the broker started) first falls after the group's first pull, "
+             "then the messages pulled by then over 10 s; whether a tick fell inside the run decides",
+             ("answer.body.consumeTps",), "<tps>"),
     PathRule("consume-time-span-clock", "QUERY_CONSUME_TIME_SPAN's times as text (yyyy-MM-dd#HH:mm:ss:SSS) and "
              "delayTime (the broker's newest store time minus the consumed message's): when the messages were "
              "stored", ("answer.body.consumeTimeSpanSet.*.*Str", "answer.body.consumeTimeSpanSet.*.delayTime"),
