@@ -209,9 +209,12 @@ def _walk(value: Any, path: str, ctx: Context, rules: tuple[PathRule, ...]) -> A
     if isinstance(value, str) and "\x01" in value:
         # a message's properties string in a header (name\x01value\x02...): compared as a map, since Java writes
         # it in HashMap order; its length is compared through the sizes and offsets of stored records
-        pairs = (p.split("\x01", 1) for p in value.split("\x02") if p)
-        return _walk({"<properties>": dict(sorted(tuple(p) if len(p) == 2 else (p[0], "") for p in pairs))},
-                     path, ctx, rules)
+        props: dict[str, str] = {}
+        for item in value.split("\x02"):
+            if item:
+                name, _, text = item.partition("\x01")
+                props[name] = text
+        return _walk({"<properties>": dict(sorted(props.items()))}, path, ctx, rules)
     return _scalar(value, ctx)
 
 

@@ -51,3 +51,15 @@ def test_corpus_is_recorded_twice_and_covers_the_families():
     assert not stale, f"deliberate.toml names scenarios the corpus does not have: {stale}"
     requests = sum(s.request_count() for s in SCENARIOS)
     assert len(SCENARIOS) >= 30 and requests >= 300, (len(SCENARIOS), requests)
+
+
+def test_readme_shows_the_corpus_as_it_is():
+    """README's parity table is `python -m rocketmq_emulator.testing.parity table`'s output for this corpus."""
+    from pathlib import Path
+
+    from rocketmq_emulator.testing.parity.summary import family_table
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = family_table(SCENARIOS, OPEN, DELIBERATE)
+    assert table in readme, f"README's parity table is stale; the current one:\n{table}"
+    requests = sum(s.request_count() for s in SCENARIOS)
+    assert f"{len(SCENARIOS)} remoting scenarios, {requests} requests" in readme
