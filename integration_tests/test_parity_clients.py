@@ -10,6 +10,8 @@ With `compat=4.9` nothing may differ; in the default mode only what tests/parity
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from rocketmq_emulator.testing.parity.clients import (CLIENTS_DIR, Tools, go_binary, load_scenarios, replay,
@@ -20,6 +22,9 @@ pytestmark = pytest.mark.timeout(240)
 
 SCENARIOS = load_scenarios()
 DELIBERATE = load_deliberate(CLIENTS_DIR / "deliberate.toml")
+#: entries seen in some runs only (`intermittent = true`): allowed, not required
+INTERMITTENT = {(d["scenario"], d.get("step", "*"), d["path"]) for d in tomllib.loads(
+    (CLIENTS_DIR / "deliberate.toml").read_text()).get("difference", []) if d.get("intermittent")}
 ids = [s.name for s in SCENARIOS]
 
 
@@ -51,7 +56,7 @@ def test_clients_see_in_the_default_mode_only_deliberate_differences(scenario, t
     assert not unexplained, (f"{len(unexplained)} observations differ from Apache RocketMQ 4.9.8's and are not "
                              f"listed in tests/parity/clients/deliberate.toml:\n{report(unexplained)}\n\n"
                              f"what they printed: {obs.describe()}")
-    stale = [d for i, d in enumerate(allowed) if i not in used]
+    stale = [d for i, d in enumerate(allowed) if i not in used and (d.scenario, d.step, d.path) not in INTERMITTENT]
     assert not stale, "tests/parity/clients/deliberate.toml lists differences that no longer occur: " + ", ".join(
         f"{d.step}: {d.path}" for d in stale)
 
