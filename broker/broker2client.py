@@ -56,6 +56,15 @@ JAVA_RESET_GRACE_S = 30.0
 #: MQVersion.Version.V4_9_8.ordinal(): Java clients before it do not apply a reset of a broadcasting group
 JAVA_BROADCAST_RESET_VERSION = 405
 STATUS_TIMEOUT_S = 5.0
+#: MQVersion.Version's first names (ordinals 0-27, the versions before 3.0.7 that the broker refuses by name)
+_OLD_VERSIONS = ("V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{i}" for i in range(1, 6)),
+                 *(f"V3_0_0_BETA{i}{s}" for i in range(6, 10) for s in ("_SNAPSHOT", "")), "V3_0_0_FINAL",
+                 *(f"V3_0_{i}{s}" for i in range(1, 7) for s in ("_SNAPSHOT", "")))
+
+
+def version_desc(version: int) -> str:
+    """MQVersion.getVersionDesc for a client too old for resets and status requests (the number beyond)."""
+    return _OLD_VERSIONS[version] if 0 <= version < len(_OLD_VERSIONS) else str(version)
 #: INVOKE_BROKER_TO_GET_CONSUMER_STATUS of a group with no consumer online: upstream's getConsumeStatus calls
 #: getConsumerGroupInfo(group).getChannelInfoTable() and answers the exception's text (4.9.8 and 5.3.3 alike)
 _NO_GROUP_INFO = ('java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.broker.client.ConsumerGroupInfo.'
@@ -156,6 +165,11 @@ class Broker2Client:
             else b.broadcast_offsets.knows_group(r.group)
         table = self.compute_reset(r, broadcasting)
         channels = list(gi.channels.values()) if gi is not None else []
+        # a client too old to apply a reset refuses it before anything is stored
+        for info in channels:
+            if info.version < MIN_RESET_CLIENT_VERSION:
+                raise BrokerError(ResponseCode.SYSTEM_ERROR,
+                                  f"the client does not support this feature. version={version_desc(info.version)}")
         if b.config.use_server_side_reset_offset:
             for mq, offset in table.items():
                 if broadcasting:
@@ -172,15 +186,13 @@ class Broker2Client:
             raise BrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, "
                                                                 f"Group: {r.group} Topic: {r.topic} "
                                                                 f"Timestamp: {r.timestamp}")
-        for info in channels:
-            if info.version < MIN_RESET_CLIENT_VERSION:
-                raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                                  f"the client does not support this feature. version={info.version}")
         body = ResetOffsetBody(offset_table=table)
         java_form, c_form = body.encode(), body.encode_for_c()
         header = ResetOffsetRequestHeader(topic=r.topic, group=r.group, timestamp=r.timestamp, is_force=False)
         for info in channels:
-            cpp = r.for_cpp or str(info.language).upper() == "CPP"
+            # 4.9.8 and 5.x push the C++ form only when the admin asks in C++; the emulator also gives it to a C++
+            # consumer, which cannot read the Java form (compat 4.9: as upstream)
+            cpp = r.for_cpp or (b.config.compat is not Compat.V4_9 and str(info.language).upper() == "CPP")
             request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
                                               c_form if cpp else java_form)
             info.connection.invoke_oneway(request)
@@ -211,7 +223,7 @@ class Broker2Client:
         for info in channels:
             if info.version < MIN_RESET_CLIENT_VERSION:
                 raise BrokerError(ResponseCode.SYSTEM_ERROR,
-                                  f"the client does not support this feature. version={info.version}")
+                                  f"the client does not support this feature. version={version_desc(info.version)}")
         ext = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=client_addr).to_ext()
 
         async def ask(info: ClientChannelInfo) -> tuple[str, dict[MessageQueue, int] | None]:
