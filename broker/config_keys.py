@@ -122,7 +122,7 @@ BROKER_KEYS: dict[str, tuple[str, str]] = {
     'mappedFileSizeConsumeQueue': ('int', '6000000'),
     'enableConsumeQueueExt': ('bool', 'false'),
     'mappedFileSizeConsumeQueueExt': ('int', '50331648'),
-    'bitMapLengthConsumeQueueExt': ('int', '64'),
+    'bitMapLengthConsumeQueueExt': ('int', '112'),  # 64, set at start to the consumer bloom filter's bit count
     'flushIntervalCommitLog': ('int', '500'),
     'commitIntervalCommitLog': ('int', '200'),
     'useReentrantLockWhenPutMessage': ('bool', 'true'),
@@ -201,6 +201,13 @@ NAMESRV_KEYS: dict[str, tuple[str, str]] = {
 }
 
 #: keys an update may never touch (4.9.8 answers NO_PERMISSION "Can not update config in black list.")
+#: settings of this emulator (or of 5.x) that a 4.9.8 broker does not report: GET_BROKER_CONFIG leaves them out
+#: with compat 4.9
+NOT_4_9_KEYS = frozenset({
+    "broadcastOffsetExpireSecond", "channelExpiredTimeoutSecond", "compat", "enableBroadcastOffsetStore",
+    "enableTopicMessageTypeCheck", "minInvisibleTimeMillsForRecv", "newGroupOffset", "offsetDurability",
+    "popFromRetryProbability", "useServerSideResetOffset", "vipChannelEnabled"})
+
 BROKER_ALWAYS_BLACKLISTED = ("brokerConfigPath", "rocketmqHome", "configBlackList")
 NAMESRV_ALWAYS_BLACKLISTED = ("configStorePath", "kvConfigPath", "configBlackList")
 

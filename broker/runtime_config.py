@@ -8,7 +8,8 @@ updateNamesrvConfig), as 4.9.8's `Configuration` does it:
   data version and writes the whole configuration to the config file (`<store>/config/broker.properties`,
   `<store>/namesrv/namesrv.properties`); keys in the black list are refused with NO_PERMISSION;
 * unlike 4.9.8, a value that does not parse as the key's type (`defaultTopicQueueNums=abc`) is refused with
-  SYSTEM_ERROR naming the key, and nothing of that update is applied (4.9.8 answers success and drops it).
+  SYSTEM_ERROR naming the key, and nothing of that update is applied (4.9.8 answers success and drops it; so
+  does a broker with compat 4.9, which also reports 4.9.8's keys only).
 
 Keys fall in three groups: LIVE ones take effect at once (the broker reads them on each request, or a hook
 here passes them on); NEXT_START ones are recorded and reported now and used from the next start (names,
@@ -21,16 +22,17 @@ on 4.9.8 where updateBrokerConfig rewrites the broker's config file.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion
 
-from .config import BrokerConfig, parse_properties
+from .config import BrokerConfig, Compat, parse_properties
 from .config_file import write_config_file
 from .config_keys import (BROKER_ALWAYS_BLACKLISTED, BROKER_KEYS, NAMESRV_ALWAYS_BLACKLISTED, NAMESRV_KEYS,
-                          value_problem)
+                          NOT_4_9_KEYS, value_problem)
 from .settings import SETTINGS, SettingError, current, parse_value, text_of, updated
 
 if TYPE_CHECKING:
@@ -39,6 +41,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq_emulator.config")
 
 UPDATED_MARK = "#updated at run time: "
+
+
+def rocketmq_home() -> str:
+    """rocketmqHome as a broker reports it: ROCKETMQ_HOME, else this emulator's own installation folder."""
+    return os.environ.get("ROCKETMQ_HOME") or str(Path(__file__).resolve().parents[1])
 
 #: take effect at once
 LIVE = ("autoCreateTopicEnable", "autoCreateSubscriptionGroup", "brokerPermission", "flushConsumerOffsetInterval",
@@ -106,6 +113,10 @@ class RuntimeConfiguration:
     def black_list(self) -> set[str]:
         return set(self.blacklisted)
 
+    def lenient(self) -> bool:
+        """Whether a value that does not parse is dropped, the rest applied (4.9.8), or refuses the update."""
+        return False
+
     # -- shared -------------------------------------------------------------------------------------
     def properties(self) -> dict[str, str]:
         props = self.running()
@@ -133,7 +144,14 @@ class RuntimeConfiguration:
             if kind is None:
                 log.warning("config update: unknown key %r ignored (as 4.9.8 does)", key)
                 continue
-            check_value(key, kind, text)
+            if self.lenient():  # 4.9.8 answers success and drops a value it cannot parse
+                try:
+                    check_value(key, kind, text)
+                except BrokerError as exc:
+                    log.warning("config update: %s; ignored (as 4.9.8 does)", exc.remark.split(";")[0])
+                    continue
+            else:
+                check_value(key, kind, text)
             known[key] = text.strip()
         accepted = list(known)
         for key in [k for k in known if k in UNCHANGEABLE]:
@@ -216,10 +234,17 @@ class BrokerConfiguration(RuntimeConfiguration):
             value = None if s.scope == "process" else current(c, key)
             if value is not None:
                 props[key] = text_of(value)
+        if c.compat is Compat.V4_9:  # the emulator's own settings and 5.x's are not 4.9.8 keys
+            props = {k: v for k, v in props.items() if k not in NOT_4_9_KEYS}
         port = self.listen_port()
+        root = Path(c.store.store_path_root_dir).resolve()
         props.update(brokerIP2=c.broker_ip1, namesrvAddr=self.namesrv_addr(), listenPort=str(port),
-                     haListenPort=str(port + 1), storePathRootDir=str(Path(c.store.store_path_root_dir).resolve()))
+                     haListenPort=str(port + 1), storePathRootDir=str(root),
+                     storePathCommitLog=str(root / "commitlog"), rocketmqHome=rocketmq_home())
         return props
+
+    def lenient(self) -> bool:
+        return self.config.compat is Compat.V4_9
 
     def apply(self, values: dict[str, str]) -> None:
         """Before the broker is built (a previous run's updates) every modelled key applies; afterwards LIVE ones
@@ -300,6 +325,7 @@ class NamesrvConfiguration(RuntimeConfiguration):
             props["configStorePath"] = str(self.path.resolve())
         props["orderMessageEnable"] = text_of(self.order_message_enable)
         props["listenPort"] = str(self.port())
+        props["rocketmqHome"] = rocketmq_home()
         return props
 
     def set_running(self, key: str, text: str) -> bool:

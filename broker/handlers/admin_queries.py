@@ -1,6 +1,6 @@
 """Admin queries mqadmin 4.9.8 sends that only read the broker's state (and one that does more): GET_ALL_DELAY_OFFSET
-(45, the schedule's delayOffset.json), QUERY_CONSUME_TIME_SPAN (303, mqadmin consumerProgress -s) and
-QUERY_CORRECTION_OFFSET (308), answered as 4.9.8's AdminBrokerProcessor does.
+(45, the schedule's delayOffset.json), QUERY_CONSUME_TIME_SPAN (303, mqadmin consumerProgress -s),
+QUERY_CORRECTION_OFFSET (308) and RESUME_CHECK_HALF_MESSAGE (323), answered as 4.9.8's AdminBrokerProcessor does.
 
 QUERY_CORRECTION_OFFSET removes the offsets of every `filterGroups` group (all their topics) before it takes the
 minimum over the other groups: 4.9.8 (and 5.x) remove them through the offset table's key set, so mqadmin's
@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.protocol.message import decode_message_id
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
+from rocketmq_emulator.store.results import STORED
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
 
 LONG_MAX = 2 ** 63 - 1
+RESUME_FAILED = "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."
 
 
 def format_time(ms: int) -> str:
@@ -37,6 +40,26 @@ class AdminQueryProcessor:
         table.register(RequestCode.GET_ALL_DELAY_OFFSET, self.get_all_delay_offset)
         table.register(RequestCode.QUERY_CONSUME_TIME_SPAN, self.query_consume_time_span)
         table.register(RequestCode.QUERY_CORRECTION_OFFSET, self.query_correction_offset)
+        table.register(RequestCode.RESUME_CHECK_HALF_MESSAGE, self.resume_check_half_message)
+
+    def resume_check_half_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        """mqadmin resumeCheckHalfMessage: the half message at the id's offset stored again with its check count
+        at 0, so that the check-back asks its producer again."""
+        b = self.broker
+        msg = None
+        try:
+            _, _, offset = decode_message_id((req.ext_fields or {}).get("msgId", ""))
+            msg = b.store.look_message_by_offset(offset)
+        except ValueError:
+            pass
+        if msg is None:
+            return RemotingCommand.response_to(req, ResponseCode.SYSTEM_ERROR, RESUME_FAILED)
+        checker = b.transaction_check
+        result = b.store.put_message(checker._inner(msg, msg.topic, {**msg.properties, "TRANSACTION_CHECK_TIMES": "0"}))
+        if result.status not in STORED:
+            return RemotingCommand.response_to(req, ResponseCode.SYSTEM_ERROR,
+                                               "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        return RemotingCommand.response_to(req)
 
     def get_all_delay_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         return RemotingCommand.response_to(req, body=self.broker.schedule_service.encode())
@@ -72,8 +95,9 @@ class AdminQueryProcessor:
         topic, compare_group, filter_groups = ext.get("topic", ""), ext.get("compareGroup", ""), ext.get(
             "filterGroups", "")
         com = self.broker.consumer_offset_manager
-        for group in filter_groups.split(",") if filter_groups.strip() else ():
-            com._remove(lambda key, g=group: key.split("@")[1:2] == [g])
+        doomed = {g for g in filter_groups.split(",")} if filter_groups.strip() else set()
+        if doomed:
+            com._remove(lambda key: key.partition("@")[2] in doomed)
         store = self.broker.store
         minimum: dict[int, int] = {}
         for key, queues in list(com.offset_table.items()):

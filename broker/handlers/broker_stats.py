@@ -20,6 +20,7 @@ from rocketmq_emulator.protocol.stats_bodies import BrokerStatsData, BrokerStats
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from ..config import Compat
 from ..stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
 from ..consume_stats import last_consumed_timestamp
 
@@ -134,9 +135,13 @@ def _runtime(ms: int) -> str:
     return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"
 
 
+#: runtime info keys of this emulator's own (not in compat 4.9)
+EMULATOR_RUNTIME_KEYS = ("clockOffsetMillis", "pullHeldCount", "topicCount", "consumerGroupCount")
+
+
 def runtime_info(b: BrokerContext) -> dict[str, str]:
-    """GET_BROKER_RUNTIME_INFO: the 4.9.8 key set, plus this broker's pullHeldCount, topicCount and
-    consumerGroupCount."""
+    """GET_BROKER_RUNTIME_INFO: the 4.9.8 key set, plus this broker's EMULATOR_RUNTIME_KEYS and its name in
+    brokerVersionDesc (neither with compat 4.9)."""
     st, store = b.stats, b.store
     cfg = store.config
     put_total, put_bytes = st.store_totals()
@@ -204,6 +209,10 @@ def runtime_info(b: BrokerContext) -> dict[str, str]:
         "topicCount": str(len(b.topic_config_manager.table)),
         "consumerGroupCount": str(len(b.consumer_manager.groups)),
     }
+    if b.config.compat is Compat.V4_9:  # 4.9.8's key set and version text only
+        for key in EMULATOR_RUNTIME_KEYS:
+            del info[key]
+        info["brokerVersionDesc"] = "V4_9_8"
     for level, offset in sorted(b.schedule_service.offsets.items()):
         info[f"scheduleMessageOffset_{level}"] = \
             f"{offset},{max(0, store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1))}"
