@@ -71,7 +71,7 @@ class AdminBrokerProcessor:
             filter_type = TopicFilterType[h.topic_filter_type]
         except KeyError:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"invalid topicFilterType {h.topic_filter_type!r}") from None
-        if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
+        if (h.read_queue_nums <= 0 or h.write_queue_nums <= 0) and self.broker.config.compat is not Compat.V4_9:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be positive")
         existing = tcm.get(h.topic)
         attributes = alter_attributes(existing.attributes if existing is not None else None, h.attributes)
@@ -82,7 +82,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.response_to(req, remark=NOT_SET_ANY_RESPONSE_CODE)  # 4.9.8 leaves the default remark
 
     def delete_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        topic = TopicRequestHeader.from_ext(req.ext_fields).topic
+        topic = (req.ext_fields or {}).get("topic", "")  # none: 4.9.8's "The specified topic is blank."
         validate_topic(topic)
         if self.broker.topic_config_manager.is_system_topic(topic):
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
@@ -115,7 +115,7 @@ class AdminBrokerProcessor:
 
     def update_and_create_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         cfg = SubscriptionGroupConfig.decode(req.body)
-        if not cfg.group_name:
+        if not cfg.group_name and self.broker.config.compat is not Compat.V4_9:  # 4.9.8 keeps a group named ""
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "groupName is required")
         self.broker.subscription_group_manager.update(cfg)
         return RemotingCommand.response_to(req)
