@@ -335,7 +335,8 @@ def test_pull_filters_by_tag(emulator):
             everything = await c.request(pull("*"))
             none = await c.request(pull("TagZ"))
             data = HeartbeatData(client_id="hb", consumer_data_set=[ConsumerData(group_name="TF2", subscription_data_set=[
-                SubscriptionData(topic="Tagged", sub_string="TagB", sub_version=1)])])
+                SubscriptionData(topic="Tagged", sub_string="TagB", tags_set=["TagB"], code_set=[2598920],  # hash("TagB")
+                                 sub_version=1)])])  # a client sends the tags' hash codes: the broker filters by them
             await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode()))
             registered = await c.request(pull(None, group="TF2"))
             unregistered = await c.request(pull(None, group="NoHeartbeat"))

@@ -54,8 +54,8 @@ class ClientManageProcessor:
             group_cfg = b.subscription_group_manager.find(cd.group_name)
             if group_cfg is not None:
                 retry = retry_topic(cd.group_name)
-                if b.topic_config_manager.get(retry) is None and group_cfg.retry_queue_nums > 0:
-                    b.topic_config_manager.create_without_template(retry, group_cfg.retry_queue_nums)
+                if b.topic_config_manager.get(retry) is None:  # with no queues too, as 4.9.8 and 5.x make it
+                    b.topic_config_manager.create_without_template(retry, max(0, group_cfg.retry_queue_nums))
             notify = b.config.notify_consumer_ids_changed_enable and (
                 group_cfg is None or group_cfg.notify_consumer_ids_changed_enable)
             info = ClientChannelInfo(conn, data.client_id, req.language, req.version)
