@@ -149,7 +149,8 @@ class RouteInfoManager:
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(broker_addr_table=dict(self.broker_addr_table),
-                           cluster_addr_table={c: sorted(n) for c, n in self.cluster_addr_table.items()})
+                           cluster_addr_table={c: java_hash_set_order(sorted(n))  # a HashSet<String> on 4.9.8
+                                               for c, n in self.cluster_addr_table.items()})
 
     def set_broker_write_perm(self, broker_name: str, writable: bool) -> int:
         count = 0
@@ -318,11 +319,14 @@ class NameServer:
             else TopicConfigSerializeWrapper()
         self.routes.register_broker(h.cluster_name, h.broker_name, h.broker_addr, h.broker_id,
                                     wrapper.topic_config_table, wrapper.data_version, conn, h.ha_server_addr)
-        master = self.routes.broker_addr_table[h.broker_name].broker_addrs.get(0)
-        ext = RegisterBrokerResponseHeader(ha_server_addr=h.ha_server_addr or None,
-                                           master_addr=master if master and h.broker_id != 0 else None).to_ext()
-        return RemotingCommand.response_to(req, ext_fields=ext, body=KVTable(
-            table=dict(self.routes.kv_config.get("ORDER_TOPIC_CONFIG", {}))).encode())
+        # 4.9.8: a slave is told its master's address and the master's HA address; a master nothing
+        master = self.routes.broker_addr_table[h.broker_name].broker_addrs.get(0) if h.broker_id != 0 else None
+        live = self.routes.broker_live_table.get(master) if master else None
+        ext = RegisterBrokerResponseHeader(ha_server_addr=(live.ha_server_addr or None) if live else None,
+                                           master_addr=master if live else None).to_ext()
+        orders = self.routes.kv_config.get("ORDER_TOPIC_CONFIG")  # no body while the namespace does not exist
+        return RemotingCommand.response_to(req, ext_fields=ext,
+                                           body=KVTable(table=dict(orders)).encode() if orders is not None else b"")
 
     def unregister_broker(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = BrokerIdentityHeader.from_ext(req.ext_fields)
