@@ -128,7 +128,8 @@ class ClientManageProcessor:
         body = LockBatchRequestBody.decode(req.body)
         granted = self.broker.lock_manager.try_lock_batch(body.consumer_group, set(body.mq_set), body.client_id)
         ordered = java_hash_set_order(granted, len(body.mq_set))  # written in the Java HashSet's order, as 4.9.8
-        return RemotingCommand.response_to(req, body=LockBatchResponseBody(lock_ok_mq_set=ordered).encode())  # type: ignore[arg-type]
+        answer = LockBatchResponseBody(lock_ok_mq_set=ordered)  # type: ignore[arg-type]  # the set as an ordered list
+        return RemotingCommand.response_to(req, body=answer.encode())
 
     def unlock_batch_mq(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         body = UnlockBatchRequestBody.decode(req.body)
