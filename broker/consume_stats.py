@@ -25,15 +25,17 @@ def last_consumed_timestamp(store: MessageStore, topic: str, queue_id: int, cons
     return max(0, store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1))
 
 
-def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None) -> ConsumeStats:
-    """`group`'s stats for `topic_filter`, or for every topic it has offsets for or (online) subscribes to."""
+def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None,
+                  subscribed: bool = True) -> ConsumeStats:
+    """`group`'s stats for `topic_filter`, or for every topic it has offsets for or (online, with `subscribed`)
+    subscribes to (4.9.8 lists the topics with offsets only)."""
     gi = b.consumer_manager.get(group)
     broadcasting = (gi.message_model == MessageModel.BROADCASTING) if gi is not None \
         else b.broadcast_offsets.knows_group(group)
     offsets = b.consumer_offset_manager
     stored_as = group + BROADCAST_SUFFIX if broadcasting else group
     topics = {topic_filter} if topic_filter else offsets.topics_of_group(stored_as)
-    if not topic_filter and gi is not None:  # an online group's topics show before anything is committed
+    if not topic_filter and gi is not None and subscribed:  # an online group's topics before any commit
         topics |= set(gi.subscription_table)
     if broadcasting and not topic_filter:
         topics |= {t for t, g in b.broadcast_offsets.clients if g == group}

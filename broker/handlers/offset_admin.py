@@ -58,8 +58,9 @@ class OffsetAdminProcessor:
 
     def get_consume_stats(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
-        stats = consume_stats(self.broker, h.consumer_group, h.topic)
-        if self.broker.config.compat is Compat.V4_9:  # 4.9.8's OffsetWrapper has no pullOffset (5.x added it)
+        compat_4_9 = self.broker.config.compat is Compat.V4_9
+        stats = consume_stats(self.broker, h.consumer_group, h.topic, subscribed=not compat_4_9)
+        if compat_4_9:  # 4.9.8's OffsetWrapper has no pullOffset (5.x added it)
             for wrapper in stats.offset_table.values():
                 wrapper.pull_offset = None
         return RemotingCommand.response_to(req, body=stats.encode())
