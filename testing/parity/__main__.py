@@ -23,56 +23,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
-import json
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
-from .compare import diff_records, load_deliberate, report, split_deliberate
+from .compare import load_deliberate, report, split_deliberate
 from .corpus import Scenario, load_corpus
 from .normalise import normalise_run
-from .real import REAL_49, RealBroker, start
+from .real import REAL_49
+from .recording import record_on_fresh_brokers
 from .remoting import Target, run_scenario
 from .snapshots import CORPUS_DIR, DELIBERATE_FILE, OPEN_FILE, replay, snapshot_path, write_snapshot
 
 
 def _record(scenarios: list[Scenario], times: int, raw: Path | None) -> int:
-    remoting = [s for s in scenarios if s.protocol == "remoting"]
-    jobs = [(s, i) for s in remoting for i in range(times)]
-    failed = 0
-    recordings: dict[str, list[list[dict[str, Any]]]] = {}
-    # one broker starts while the previous job runs (a real broker takes 5-10 s to start)
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        pending = [pool.submit(start, REAL_49, s.settings) for s, _ in jobs[:1]]
-        for n, (scenario, i) in enumerate(jobs):
-            broker: RealBroker = pending.pop(0).result()
-            if n + 1 < len(jobs):
-                pending.append(pool.submit(start, REAL_49, jobs[n + 1][0].settings))
-            t0 = time.monotonic()
-            try:
-                run = asyncio.run(run_scenario(scenario, Target(broker.namesrv, broker.broker)))
-            finally:
-                pool.submit(broker.stop)
-            print(f"recorded {scenario.name} #{i + 1}: {len(run.records)} answers in {time.monotonic() - t0:.1f} s",
-                  flush=True)
-            if raw is not None:
-                raw.mkdir(parents=True, exist_ok=True)
-                (raw / f"{scenario.name}.{i + 1}.json").write_text(json.dumps(run.records, indent=1, default=str))
-            recordings.setdefault(scenario.name, []).append(normalise_run(run))
-    for scenario in remoting:
-        runs = recordings[scenario.name]
-        unstable = [d for other in runs[1:] for d in diff_records(scenario.name, runs[0], other)]
-        if unstable:
-            failed += 1
-            print(f"\n{scenario.name}: two fresh real brokers answered differently after normalisation "
-                  f"(add a rule with its reason in normalise.py, or make the scenario deterministic):\n"
-                  + report(unstable), file=sys.stderr)
-            continue
-        path = write_snapshot(scenario, runs[0], REAL_49.name, len(runs))
-        print(f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
-    return 1 if failed else 0
+    return record_on_fresh_brokers(
+        [s for s in scenarios if s.protocol == "remoting"], times, raw, REAL_49,
+        lambda scenario, broker: asyncio.run(run_scenario(scenario, Target(broker.namesrv, broker.broker))),
+        normalise_run, lambda scenario, records, runs: write_snapshot(scenario, records, REAL_49.name, runs))
 
 
 def _replay(scenarios: list[Scenario], compat: str | None) -> int:

@@ -5,7 +5,6 @@ tests/parity/test_grpc_parity.py)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -79,45 +78,17 @@ def replay_grpc(scenario: GrpcScenario) -> list[Any]:
 def record_grpc(scenarios: list[GrpcScenario], times: int = 2, raw: Path | None = None) -> int:
     """Each scenario `times` times, each on a fresh real 5.3.3 broker with its proxy; a snapshot is written only
     when the recordings normalise equal."""
-    import concurrent.futures
-    import json
-    import sys
-
-    from .compare import diff_records, report
     from .grpc_normalise import normalise_grpc_run
-    from .real import REAL_53, start
+    from .real import REAL_53
+    from .recording import record_on_fresh_brokers
 
-    jobs = [(s, i) for s in scenarios for i in range(times)]
     loop = asyncio.new_event_loop()  # one loop for every run: grpc.aio serves one event loop per process
-    recordings: dict[str, list[list[dict[str, Any]]]] = {}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        pending = [pool.submit(start, REAL_53, s.settings) for s, _ in jobs[:1]]
-        for n, (scenario, i) in enumerate(jobs):
-            broker = pending.pop(0).result()
-            if n + 1 < len(jobs):
-                pending.append(pool.submit(start, REAL_53, jobs[n + 1][0].settings))
-            t0 = time.monotonic()
-            try:
-                run = loop.run_until_complete(run_grpc_scenario(scenario, GrpcTarget(broker.grpc, broker.broker,
-                                                                                      broker.namesrv)))
-            finally:
-                pool.submit(broker.stop)
-            print(f"recorded {scenario.name} #{i + 1}: {len(run.records)} answers in {time.monotonic() - t0:.1f} s",
-                  flush=True)
-            if raw is not None:
-                raw.mkdir(parents=True, exist_ok=True)
-                (raw / f"{scenario.name}.{i + 1}.json").write_text(json.dumps(run.records, indent=1, default=str))
-            recordings.setdefault(scenario.name, []).append(normalise_grpc_run(run))
-    failed = 0
-    for scenario in scenarios:
-        runs = recordings[scenario.name]
-        unstable = [d for other in runs[1:] for d in diff_records(scenario.name, runs[0], other)]
-        if unstable:
-            failed += 1
-            print(f"\n{scenario.name}: two fresh real proxies answered differently after normalisation (add a rule "
-                  f"with its reason in grpc_normalise.py, or make the scenario deterministic):\n" + report(unstable),
-                  file=sys.stderr)
-            continue
-        path = write_grpc_snapshot(scenario, runs[0], REAL_53.name, len(runs))
-        print(f"wrote {path}")
-    return 1 if failed else 0
+    try:
+        return record_on_fresh_brokers(
+            scenarios, times, raw, REAL_53,
+            lambda scenario, broker: loop.run_until_complete(
+                run_grpc_scenario(scenario, GrpcTarget(broker.grpc, broker.broker, broker.namesrv))),
+            normalise_grpc_run, lambda scenario, records, runs: write_grpc_snapshot(scenario, records, REAL_53.name,
+                                                                                    runs))
+    finally:
+        loop.close()
