@@ -175,8 +175,10 @@ if TYPE_CHECKING:
 else:
     SendMessageRequestHeaderV2 = msgspec.defstruct(
         "SendMessageRequestHeaderV2",
-        [(f.name, f.type, f.default) if f.required is False else (f.name, f.type)
-         for f in msgspec.structs.fields(SendMessageRequestHeader)],
+        # 4.9.8 checks no field of the V2 header: a V2 send without its topic is a blank topic ("The specified
+        # topic is blank."), so `b` defaults to "" here (the long-name header still requires it, as 4.9.8 does)
+        [(f.name, f.type, f.default) if f.required is False else (f.name, f.type, "") if f.name == "topic"
+         else (f.name, f.type) for f in msgspec.structs.fields(SendMessageRequestHeader)],
         bases=(CommandHeader,), kw_only=True, rename=_V2_LETTERS, module=__name__,
         namespace={"to_v1": _v2_to_v1, "fast_ext": staticmethod(_v2_fast_ext), "_long_names": {
             letter: msgspec.structs.fields(SendMessageRequestHeader)[i].encode_name
