@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol, TypeVar
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\s*(?:([+-])\s*(\d+))?\}")
 
@@ -23,6 +23,17 @@ REQUEST_KEYS = frozenset({
     "version", "serialize", "timeout", "save", "save_time", "until", "body_as", "flag",
 })
 OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply", "answer_pushes"})
+
+
+class _Step(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+S = TypeVar("S", bound=_Step)
 
 
 class CorpusError(ValueError):
@@ -63,29 +74,46 @@ class Scenario:
         return sum(1 for s in self.steps if s.kind == "request")
 
 
-def load_scenario(path: Path) -> Scenario:
+def read_scenario_file(path: Path) -> dict[str, Any]:
+    """A scenario file's TOML (every protocol's), or CorpusError naming the file."""
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise CorpusError(f"{path.name}: {exc}") from None
+
+
+def read_steps(path: Path, specs: list[dict[str, Any]], allowed: Callable[[dict[str, Any]], frozenset[str]],
+               make: Callable[[int, str, dict[str, Any]], S]) -> tuple[S, ...]:
+    """The steps of a scenario file (every protocol's): each named (or "step N"), with no key `allowed(spec)`
+    does not list, validated by `.kind`, and the names unique."""
     steps = []
-    for i, spec in enumerate(data.pop("step", []), 1):
+    for i, spec in enumerate(specs, 1):
         name = spec.get("name") or f"step {i}"
-        allowed = REQUEST_KEYS if "code" in spec else OTHER_KEYS
-        unknown = set(spec) - allowed
+        unknown = set(spec) - allowed(spec)
         if unknown:
             raise CorpusError(f"{path.name}: step {i} ({name}): unknown keys {sorted(unknown)}")
-        step = Step(i, name, spec)
+        step = make(i, name, spec)
         step.kind  # noqa: B018 - validates
         steps.append(step)
     names = [s.name for s in steps]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise CorpusError(f"{path.name}: step names must be unique, repeated: {sorted(dup)}")
-    settings = {k: _text(v) for k, v in data.pop("settings", {}).items()}
+    return tuple(steps)
+
+
+def settings_text(values: dict[str, Any]) -> dict[str, str]:
+    """A scenario's broker settings as broker.conf text (true/false for booleans)."""
+    return {k: _text(v) for k, v in values.items()}
+
+
+def load_scenario(path: Path) -> Scenario:
+    data = read_scenario_file(path)
+    steps = read_steps(path, data.pop("step", []), lambda spec: REQUEST_KEYS if "code" in spec else OTHER_KEYS,
+                       Step)
     return Scenario(name=path.stem, path=path, description=data.pop("description", ""),
-                    families=tuple(data.pop("families", ())), settings=settings, steps=tuple(steps),
-                    protocol=data.pop("protocol", "remoting"), extra=data)
+                    families=tuple(data.pop("families", ())), settings=settings_text(data.pop("settings", {})),
+                    steps=steps, protocol=data.pop("protocol", "remoting"), extra=data)
 
 
 def load_corpus(directory: Path, only: list[str] | None = None) -> list[Scenario]:

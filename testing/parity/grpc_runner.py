@@ -40,14 +40,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import tomllib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .corpus import CorpusError, substitute
+from .corpus import CorpusError, read_scenario_file, read_steps, settings_text, substitute
 from .remoting import lookup
 
 STEP_KEYS = frozenset({"name", "rpc", "request", "requests", "metadata", "client", "save", "timeout", "read",
@@ -86,31 +85,15 @@ class GrpcScenario:
 
 
 def load_grpc_scenario(path: Path) -> GrpcScenario:
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise CorpusError(f"{path.name}: {exc}") from None
+    data = read_scenario_file(path)
     if data.get("protocol") != "grpc":
         raise CorpusError(f"{path.name}: a gRPC scenario says protocol = \"grpc\"")
-    steps = []
-    for i, spec in enumerate(data.get("step", []), 1):
-        name = spec.get("name") or f"step {i}"
-        unknown = set(spec) - (STEP_KEYS if "rpc" in spec else OTHER_KEYS)
-        if unknown:
-            raise CorpusError(f"{path.name}: step {i} ({name}): unknown keys {sorted(unknown)}")
-        step = GrpcStep(i, name, spec)
-        step.kind  # noqa: B018 - validates
-        steps.append(step)
-    names = [s.name for s in steps]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise CorpusError(f"{path.name}: step names must be unique, repeated: {sorted(dup)}")
+    steps = read_steps(path, data.get("step", []), lambda spec: STEP_KEYS if "rpc" in spec else OTHER_KEYS, GrpcStep)
     setup = data.get("setup", {})
     if set(setup) - SETUP_KEYS:
         raise CorpusError(f"{path.name}: unknown setup keys {sorted(set(setup) - SETUP_KEYS)}")
     return GrpcScenario(path.stem, path, data.get("description", ""), tuple(data.get("families", ())),
-                        {k: str(v).lower() if isinstance(v, bool) else str(v)
-                         for k, v in data.get("settings", {}).items()}, setup, tuple(steps))
+                        settings_text(data.get("settings", {})), setup, steps)
 
 
 def load_grpc_corpus(directory: Path, only: list[str] | None = None) -> list[GrpcScenario]:
