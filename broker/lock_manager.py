@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from rocketmq_emulator.protocol.bodies import MessageQueue
+from rocketmq_emulator.protocol.message import java_hash_set_order as hash_order
 from rocketmq_emulator.protocol.message import java_string_hash
 
 LOCK_MAX_LIVE_TIME_S = 60.0
@@ -22,19 +23,9 @@ def _java_hash(mq: MessageQueue) -> int:
 
 def java_hash_set_order(mqs: Iterable[MessageQueue], initial_capacity: int = 16) -> list[MessageQueue]:
     """The queues in the order a Java `new HashSet<>(initial_capacity)` filled with them iterates (and fastjson
-    writes them): by bucket of the table's final size, then in insertion order. 4.9.8 answers LOCK_BATCH_MQ with
-    such a set (RebalanceLockManager.tryLockBatch's `new HashSet<>(mqs.size())`)."""
-    items = list(dict.fromkeys(mqs))
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity <<= 1
-    while len(items) > int(capacity * 0.75):
-        capacity <<= 1
-
-    def bucket(mq: MessageQueue) -> int:
-        h = _java_hash(mq)
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(items, key=bucket)
+    writes them). 4.9.8 answers LOCK_BATCH_MQ with such a set (RebalanceLockManager.tryLockBatch's
+    `new HashSet<>(mqs.size())`)."""
+    return hash_order(mqs, initial_capacity=initial_capacity, hash_code=_java_hash)
 
 
 @dataclass

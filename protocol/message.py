@@ -11,10 +11,12 @@ import ipaddress
 import struct
 import zlib
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Mapping, Self
+from typing import Any, Callable, Iterable, Iterator, Mapping, Self, TypeVar, cast
 
 from .codes import MessageSysFlag
 from .errors import ProtocolError
+
+T = TypeVar("T")
 
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7, v1: 1-byte topic length
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB, v2 (5.x): 2-byte topic length
@@ -146,22 +148,30 @@ def decode_message_id(msg_id: str) -> tuple[str, int, int]:
     return unpack_host(raw[:n]), port, offset
 
 
-def java_hash_set_order(items: Iterable[str], source_capacity: int | None = None) -> list[str]:
-    """The order a Java `HashSet<String>` (or HashMap keys) built from `items` iterates in: by bucket of its final
-    table (16 grown by doubling while over 3/4 full, bucket = (h ^ h >>> 16) & (n - 1)), then by insertion. A
-    RocketMQ answer that serialises such a set (topic lists, ...) lists its items in this order. `source_capacity`:
-    the items were inserted in the iteration order of another hash map of that table size (ties go by it)."""
-    unique = list(dict.fromkeys(items))
-    capacity = 16
-    while len(unique) > capacity * 3 // 4:
-        capacity *= 2
+def java_hash_set_order(items: Iterable[T], source_capacity: int | None = None, *, initial_capacity: int = 16,
+                        table_size: int | None = None, hash_code: Callable[[T], int] | None = None) -> list[T]:
+    """The order a Java HashSet / HashMap (or ConcurrentHashMap: the same bins) filled with `items` iterates in: by
+    bin of its final table (bin = (h ^ h >>> 16) & (n - 1)), then by insertion. A RocketMQ answer that serialises
+    such a set or map (topic lists, locked queues, groups, ...) lists its items in this order.
 
-    def spread(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
+    The table: `table_size` when known (a `new ConcurrentHashMap<>(1024)` has 2048 bins), else `initial_capacity`
+    rounded up to a power of two and doubled while over 3/4 full. `hash_code`: the items' Java hashCode (String's
+    by default). `source_capacity`: the items were inserted in the order of another hash map of that table size."""
+    unique = list(dict.fromkeys(items))
+    code = hash_code or cast("Callable[[T], int]", java_string_hash)
+    capacity = table_size or 1
+    if table_size is None:
+        while capacity < initial_capacity:
+            capacity <<= 1
+        while len(unique) > capacity * 3 // 4:
+            capacity <<= 1
+
+    def spread(item: T) -> int:
+        h = code(item) & 0xFFFFFFFF
         return h ^ (h >> 16)
     if source_capacity is not None:
-        unique.sort(key=lambda name: spread(name) & (source_capacity - 1))
-    return sorted(unique, key=lambda name: spread(name) & (capacity - 1))  # stable: insertion order in a bucket
+        unique.sort(key=lambda item: spread(item) & (source_capacity - 1))
+    return sorted(unique, key=lambda item: spread(item) & (capacity - 1))  # stable: insertion order in a bin
 
 
 @lru_cache(maxsize=8192)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.fastjson import java_double
 from rocketmq_emulator.protocol.headers import GetConsumeStatsInBrokerHeader, ViewBrokerStatsDataRequestHeader
-from rocketmq_emulator.protocol.message import java_string_hash
+from rocketmq_emulator.protocol.message import java_hash_set_order
 from rocketmq_emulator.protocol.stats_bodies import BrokerStatsData, BrokerStatsItem, ConsumeStatsList
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
@@ -40,15 +40,6 @@ _JAVA_INT_MAX = 2 ** 31 - 1
 #: the table size of 4.9.8's subscriptionGroupTable (`new ConcurrentHashMap<>(1024)` allocates 2048 bins): the
 #: broker's consume stats list the groups in its iteration order
 GROUP_TABLE_SIZE = 2048
-
-
-def chm_order(names: Iterable[str], table_size: int) -> list[str]:
-    """The iteration order of a Java ConcurrentHashMap<String, ...> of `table_size` bins: by bin (the spread
-    String hash), then by insertion."""
-    def spread(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (table_size - 1)
-    return sorted(names, key=spread)
 
 
 class BrokerStatsProcessor:
@@ -76,7 +67,7 @@ class BrokerStatsProcessor:
         h = GetConsumeStatsInBrokerHeader.from_ext(req.ext_fields)
         total_diff = 0
         out = []
-        for group in chm_order(b.subscription_group_manager.table, GROUP_TABLE_SIZE):
+        for group in java_hash_set_order(b.subscription_group_manager.table, table_size=GROUP_TABLE_SIZE):
             gi = b.consumer_manager.get(group)
             per_topic = []
             for topic in sorted(b.consumer_offset_manager.topics_of_group(group)):
