@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol.message import record_properties
+
+if TYPE_CHECKING:
+    from .sql92 import SQL92Error
 
 log = logging.getLogger("rocketmq_emulator.filter")
 
@@ -34,18 +37,18 @@ class ConsumerFilterData:
 
 def compile_record_filter(expression: str) -> Callable[[bytes], bool]:
     """The store's record filter for a SQL92 expression (SQL92Error if it does not compile)."""
-    from .sql92 import compile_sql92  # lark loads with the first SQL92 subscription
+    from .sql92 import compile_sql92  # the parser loads with the first SQL92 subscription
     matches = compile_sql92(expression).matches
     return lambda record: matches(record_properties(record))
 
 
-def compile_problem(expression: str) -> str | None:
-    """None if the expression compiles, else the parser's message."""
+def compile_problem(expression: str) -> SQL92Error | None:
+    """None if the expression compiles, else the parser's error (its message, and 4.9.8's text as `.java`)."""
     from .sql92 import SQL92Error
     try:
         compile_record_filter(expression)
     except SQL92Error as exc:
-        return str(exc)
+        return exc
     return None
 
 

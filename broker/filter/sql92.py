@@ -1,5 +1,5 @@
-"""SQL92 property filters: RocketMQ's filter-module grammar (a JMS selector subset), parsed with lark and
-compiled into a Python function over a message's properties.
+"""SQL92 property filters: RocketMQ's filter-module grammar (a JMS selector subset), parsed as its JavaCC parser
+parses it (`selector_parser.py`) and compiled into a Python function over a message's properties.
 
     expr = compile_sql92("a > 5 AND region IN ('eu', 'us')")   # SQL92Error with the parser's message if bad
     expr.matches({"a": "7", "region": "eu"})                      # True
@@ -25,66 +25,22 @@ a BETWEEN of two constants needs low <= high; a condition must be boolean (`5 AN
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Mapping
+
+from rocketmq_emulator.protocol.java_texts import number_format_message
+
+from .selector_parser import SelectorSyntaxError, parse_selector
 
 Value = Any  # str (a property), int (long), float (double), bool, or None (missing / unknown)
 Evaluator = Callable[[Mapping[str, str]], Value]
 
-GRAMMAR = r"""
-?start: or_expr
-?or_expr: and_expr | or_expr _OR and_expr -> or_
-?and_expr: eq_expr | and_expr _AND eq_expr -> and_
-?eq_expr: cmp_expr
-    | eq_expr "=" cmp_expr -> eq
-    | eq_expr "<>" cmp_expr -> ne
-    | eq_expr _IS _NULL -> is_null
-    | eq_expr _IS _NOT _NULL -> is_not_null
-?cmp_expr: unary
-    | cmp_expr ">" unary -> gt
-    | cmp_expr ">=" unary -> ge
-    | cmp_expr "<" unary -> lt
-    | cmp_expr "<=" unary -> le
-    | cmp_expr _BETWEEN unary _AND unary -> between
-    | cmp_expr _NOT _BETWEEN unary _AND unary -> not_between
-    | cmp_expr _IN "(" string_list ")" -> in_
-    | cmp_expr _NOT _IN "(" string_list ")" -> not_in
-string_list: STRING ("," STRING)*
-?unary: primary
-    | "+" unary
-    | "-" unary -> neg
-    | _NOT unary -> not_
-?primary: STRING -> string
-    | DECIMAL -> long
-    | FLOAT -> double
-    | _TRUE -> true
-    | _FALSE -> false
-    | _NULL -> null
-    | ID -> prop
-    | "(" or_expr ")"
-
-_OR.3: /OR\b/i
-_AND.3: /AND\b/i
-_NOT.3: /NOT\b/i
-_IS.3: /IS\b/i
-_IN.3: /IN\b/i
-_BETWEEN.3: /BETWEEN\b/i
-_TRUE.3: /TRUE\b/i
-_FALSE.3: /FALSE\b/i
-_NULL.3: /NULL\b/i
-FLOAT.2: /[0-9]+\.[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+/
-DECIMAL: /(0|[1-9][0-9]*)[lL]?(?![0-9a-zA-Z_$.])/
-STRING: /'(?:[^']|'')*'/
-ID: /[a-zA-Z_$][a-zA-Z0-9_$]*/
-%import common.WS
-%ignore WS
-"""
-
-_KEYWORDS = frozenset({"or", "and", "not", "is", "in", "between", "true", "false", "null"})
-
-
 class SQL92Error(ValueError):
-    """An expression that does not parse or compile; the message is the parser's."""
+    """An expression that does not parse or compile; the message is the parser's, `java` what 4.9.8 answers (None
+    where that text is not known)."""
+
+    def __init__(self, message: str, java: str | None = None) -> None:
+        super().__init__(message)
+        self.java = java
 
 
 class _Unknown(Exception):
@@ -114,42 +70,28 @@ class Sql92Expression:
         return f"Sql92Expression({self.text!r})"
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Any:
-    import lark  # imported only when a SQL92 expression is compiled (not at broker start)
-    return lark.Lark(GRAMMAR, parser="lalr", maybe_placeholders=False)
-
-
 def compile_sql92(text: str) -> Sql92Expression:
-    """Parse and compile; SQL92Error (with the parser's message) when the expression is not valid."""
-    import lark
+    """Parse and compile; SQL92Error (with the parser's message, and 4.9.8's text as `.java`) when the expression
+    is not valid. As 4.9.8's parser, it reads the longest prefix that is a whole expression and ignores the rest."""
     if text is None or not text.strip():
-        raise SQL92Error("the SQL92 expression is empty")
+        raise SQL92Error("the SQL92 expression is empty", _java_parse_error(text or ""))
     try:
-        tree = _parser().parse(text)
-    except lark.exceptions.UnexpectedInput as exc:
-        raise SQL92Error(f"invalid SQL92 expression {text!r}: {_describe(exc, text)}") from None
+        tree = parse_selector(text)
+    except SelectorSyntaxError as exc:
+        raise SQL92Error(f"invalid SQL92 expression {text!r}: {exc}", exc.java) from None
     try:
         condition = _as_condition(_Compiler().build(tree))
     except SQL92Error as exc:
-        raise SQL92Error(f"invalid SQL92 expression {text!r}: {exc}") from None
+        raise SQL92Error(f"invalid SQL92 expression {text!r}: {exc}", exc.java) from None
     return Sql92Expression(text, condition.fn)
 
 
-def _describe(exc: Exception, text: str) -> str:
-    import lark
-    column = getattr(exc, "column", None)
-    where = f" at column {column}" if isinstance(column, int) and column > 0 else ""
-    if isinstance(exc, lark.exceptions.UnexpectedToken):
-        token = exc.token
-        seen = "the end of the expression" if token.type == "$END" else repr(str(token))
-        return f"unexpected {seen}{where}"
-    if isinstance(exc, lark.exceptions.UnexpectedCharacters):
-        pos = exc.pos_in_stream or 0
-        return f"unexpected character {text[pos:pos + 1]!r}{where}"
-    if isinstance(exc, lark.exceptions.UnexpectedEOF):
-        return "unexpected end of the expression"
-    return str(exc).splitlines()[0]
+def _java_parse_error(text: str) -> str | None:
+    try:
+        parse_selector(text)
+    except SelectorSyntaxError as exc:
+        return exc.java
+    return None
 
 
 # -- compiled nodes -----------------------------------------------------------------------------------
@@ -157,11 +99,12 @@ class _Node:
     """A compiled sub-expression: its function, whether it is boolean (a condition), and its constant value if it
     is a literal (`constant` True)."""
 
-    __slots__ = ("fn", "boolean", "constant", "value", "prop")
+    __slots__ = ("fn", "boolean", "constant", "value", "prop", "java")
 
     def __init__(self, fn: Evaluator, *, boolean: bool = False, constant: bool = False, value: Value = None,
                  prop: str | None = None) -> None:
         self.fn, self.boolean, self.constant, self.value, self.prop = fn, boolean, constant, value, prop
+        self.java: str | None = None  # how 4.9.8's Expression.toString writes it, where known
 
 
 def _const(value: Value, *, boolean: bool = False) -> _Node:
@@ -174,7 +117,46 @@ def _as_condition(node: _Node) -> _Node:
     if node.prop is not None:  # a bare property: true only for a boolean value, which a property never has
         fn = node.fn
         return _Node(lambda p: None if fn(p) is None else False, boolean=True)
-    raise SQL92Error(f"the expression will not result in a boolean value: {_show(node)}")
+    raise SQL92Error(f"the expression will not result in a boolean value: {_show(node)}",
+                     _java_error("ParseException", "Expression will not result in a boolean value: {}", node))
+
+
+_JAVA_SYMBOLS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "==", "and_": "&&", "or_": "||"}
+
+
+def _java_text(tree: Any) -> str | None:
+    """A parse tree as 4.9.8's Expression.toString writes it: literals, properties, and comparisons and logic of
+    those; None for the rest (negation, IS NULL, BETWEEN, IN), whose refusals keep the emulator's words."""
+    kind = tree[0]
+    if kind in ("string", "prop"):
+        return str(tree[1])
+    if kind in ("true", "false", "null"):
+        return str(kind).upper()
+    if kind == "long":
+        return str(int(tree[1].rstrip("lL")))
+    if kind == "double":  # Double.toString, for the plain range only
+        v = float(tree[1])
+        return repr(v) if 1e-3 <= abs(v) < 1e7 else None
+    if kind in _JAVA_SYMBOLS:
+        left, right = _java_text(tree[1]), _java_text(tree[2])
+        if left is None or right is None:
+            return None
+        text = f"({left} {_JAVA_SYMBOLS[kind]} {right})"
+        return f"(NOT {text})" if kind == "ne" else text  # `<>` is created as NOT of `==`
+    return None
+
+
+def _java_show(node: _Node) -> str | None:
+    return node.java
+
+
+def _java_error(exception: str, template: str, *nodes: _Node) -> str | None:
+    """4.9.8's text for a compile-time refusal: RuntimeException (its grammar's actions) or ParseException."""
+    shown = [_java_show(n) for n in nodes]
+    if None in shown:
+        return None
+    package = "org.apache.rocketmq.filter.parser." if exception == "ParseException" else "java.lang."
+    return f"{package}{exception}: " + template.format(*shown)
 
 
 def _show(node: _Node) -> str:
@@ -267,11 +249,11 @@ def _or(lv: Value, rv: Callable[[], Value]) -> Value:
 
 class _Compiler:
     def build(self, tree: Any) -> _Node:
-        import lark
-        if isinstance(tree, lark.Token):
-            raise SQL92Error(f"unexpected {tree!s}")
-        build: Callable[..., _Node] = getattr(self, tree.data)
-        return build(*tree.children)
+        build: Callable[..., _Node] = getattr(self, tree[0])
+        node = build(*tree[1:])
+        if node.java is None:
+            node.java = _java_text(tree)
+        return node
 
     # literals and properties
     def string(self, tok: Any) -> _Node:
@@ -281,11 +263,15 @@ class _Compiler:
         text = str(tok).rstrip("lL")
         value = int(text)
         if value > 2**63 - 1:
-            raise SQL92Error(f"the number {tok} is out of the long range")
+            raise SQL92Error(f"the number {tok} is out of the long range", number_format_message(text))
         return _const(value)
 
-    def double(self, tok: Any) -> _Node:
-        return _const(float(str(tok)))
+    def double(self, tok: str) -> _Node:
+        value = float(tok)
+        if value == float("inf"):
+            raise SQL92Error(f"the number {tok} is out of the double range",
+                             f"java.lang.RuntimeException: {tok} is greater than 1.7976931348623157E308")
+        return _const(value)
 
     def true(self) -> _Node:
         return _const(True, boolean=True)
@@ -296,10 +282,7 @@ class _Compiler:
     def null(self) -> _Node:
         return _const(None, boolean=True)
 
-    def prop(self, tok: Any) -> _Node:
-        name = str(tok)
-        if name.lower() in _KEYWORDS:
-            raise SQL92Error(f"{name} is a keyword, not a property name")
+    def prop(self, name: str) -> _Node:
         return _Node(lambda p: p.get(name), prop=name)
 
     # unary
@@ -332,9 +315,11 @@ class _Compiler:
         ln, rn = self.build(left), self.build(right)
         for n in (ln, rn):
             if n.constant and n.value is None:
-                raise SQL92Error("NULL cannot be compared with '=' or '<>': use IS NULL or IS NOT NULL")
+                raise SQL92Error("NULL cannot be compared with '=' or '<>': use IS NULL or IS NOT NULL",
+                                 _java_error("RuntimeException", "'{}' cannot be compared.", n))
         if ln.constant and rn.constant and (type(ln.value) is bool) != (type(rn.value) is bool):
-            raise SQL92Error(f"{_show(ln)} cannot be compared with {_show(rn)}")
+            raise SQL92Error(f"{_show(ln)} cannot be compared with {_show(rn)}",
+                             _java_error("RuntimeException", "'{}' cannot be compared with '{}'", ln, rn))
         return ln, rn
 
     def eq(self, left: Any, right: Any) -> _Node:
@@ -359,9 +344,11 @@ class _Compiler:
         nodes = [self.build(c) for c in children]
         for n in nodes:
             if n.constant and type(n.value) not in (int, float):
-                raise SQL92Error(f"value {_show(n)} cannot be compared with '>', '>=', '<' or '<='")
+                raise SQL92Error(f"value {_show(n)} cannot be compared with '>', '>=', '<' or '<='",
+                                 _java_error("RuntimeException", "Value '{}' cannot be compared.", n))
             if n.boolean and not n.constant:
-                raise SQL92Error("a condition cannot be compared with '>', '>=', '<' or '<='")
+                raise SQL92Error("a condition cannot be compared with '>', '>=', '<' or '<='",
+                                 _java_error("RuntimeException", "Value '{}' cannot be compared.", n))
         return nodes
 
     def _ordered_node(self, left: Any, right: Any, op: Callable[[Value, Value], Value]) -> _Node:
@@ -384,7 +371,9 @@ class _Compiler:
     def _between_fns(self, value: Any, low: Any, high: Any) -> tuple[Evaluator, Evaluator, Evaluator]:
         vn, ln, hn = self._ordered_operands(value, low, high)
         if ln.constant and hn.constant and _compare(ln.value, hn.value) > 0:
-            raise SQL92Error(f"BETWEEN {_show(ln)} AND {_show(hn)}: the low value must not be above the high one")
+            raise SQL92Error(f"BETWEEN {_show(ln)} AND {_show(hn)}: the low value must not be above the high one",
+                             _java_error("RuntimeException", "Illegal values of between, left value({}) must less "
+                                         "than or equal to right value({})", ln, hn))
         return vn.fn, ln.fn, hn.fn
 
     def between(self, value: Any, low: Any, high: Any) -> _Node:
@@ -398,8 +387,9 @@ class _Compiler:
     def _in(self, left: Any, strings: Any, negate: bool) -> _Node:
         node = self.build(left)
         if node.prop is None:
-            raise SQL92Error(f"IN needs a property on its left, not {_show(node)}")
-        values = frozenset(str(t)[1:-1].replace("''", "'") for t in strings.children)
+            raise SQL92Error(f"IN needs a property on its left, not {_show(node)}",
+                             _java_error("RuntimeException", "Expected a property for In expression, got: {}", node))
+        values = frozenset(t[1:-1].replace("''", "'") for t in strings)
         name = node.prop
 
         def evaluate(p: Mapping[str, str]) -> Value:

@@ -94,7 +94,7 @@ class ClientManageProcessor:
             problem = compile_problem(sub.sub_string)
             if problem is not None:
                 log.info("client %s: SQL92 subscription of %s refused: %s", body.client_id, sub.topic, problem)
-                raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, problem)
+                raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(problem), java=problem.java)
         return RemotingCommand.response_to(req)
 
     def get_consumer_list_by_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:

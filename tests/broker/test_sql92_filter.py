@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +47,8 @@ def test_evaluation(expression, expected):
     ("", "empty"),
     ("a >", "unexpected the end of the expression at column 3"),
     ("a == 1", "unexpected '=' at column 4"),
-    ("a > 5 )", "unexpected ')' at column 7"),
+    ("a > 5 AND", "unexpected the end of the expression at column 9"),
+    ("a NOT 5", "unexpected 'NOT' at column 3"),
     ("a IN (1, 2)", "unexpected '1' at column 7"),
     ("a # 1", "unexpected character '#' at column 3"),
     ("a = NULL", "use IS NULL"),
@@ -89,8 +92,35 @@ def test_the_filter_manager_compiles_once_per_subscription_version():
     assert isinstance(manager.build("a >"), str)
 
 
-def test_the_parser_library_is_not_imported_by_the_broker_at_start():
+def test_the_parser_is_not_imported_by_the_broker_at_start():
     code = ("import sys; import rocketmq_emulator.broker.controller, rocketmq_emulator.broker.handlers.pull_message;"
-            "print('lark' in sys.modules)")
+            "print('rocketmq_emulator.broker.filter.selector_parser' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("expression, same_as", [
+    ("a > 5 )", "a > 5"), ("(a > 5))", "a > 5"), ("a > 5 b", "a > 5"), ("region = 'eu' garbage", "region = 'eu'"),
+    ("a > 6.5.5", "a > 6.5"), ("a > --5", "a > 5"),  # `--5` without a newline is no comment: two minus signs
+    ("a > 100 -- a comment\n OR a < 10", "a > 100 OR a < 10"),  # a comment to the end of a line is skipped
+])
+def test_the_parser_reads_the_longest_whole_expression_and_ignores_the_rest_as_4_9_8(expression, same_as):
+    for message in (MSG, {"a": "5.5"}, {"a": "101"}, {"region": "us", "a": "1"}):
+        assert compile_sql92(expression).evaluate(message) is compile_sql92(same_as).evaluate(message)
+
+
+def _recorded_texts() -> list[dict[str, str | None]]:
+    """What 4.9.8's SelectorParser answered for each expression on this JDK (sql92_java_texts.json says how)."""
+    return json.loads((Path(__file__).parent / "sql92_java_texts.json").read_text())["expressions"]
+
+
+@pytest.mark.parametrize("row", _recorded_texts(), ids=lambda row: repr(row["expression"]))
+def test_accepted_and_refused_as_the_real_parser_with_its_exception_text(row):
+    """`SQL92Error.java` is what `--compat 4.9` answers CHECK_CLIENT_CONFIG with: the real parser's text."""
+    try:
+        compile_sql92(row["expression"])
+    except SQL92Error as exc:
+        assert row["java"] is not None, f"4.9.8 accepts {row['expression']!r}; the emulator refused: {exc}"
+        assert exc.java == row["java"]
+    else:
+        assert row["java"] is None, f"4.9.8 refuses {row['expression']!r}; the emulator accepted it"
