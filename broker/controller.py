@@ -23,7 +23,7 @@ from rocketmq_emulator.store.retention import newest_write_ms
 
 from .client_manager import ConsumerManager, ProducerManager
 from .clock import BrokerClock
-from .config import VIP_PORT_OFFSET, BrokerConfig, OffsetDurability, ip_of
+from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
 from .config_file import write_config_files
 from .consumer_offset import ConsumerOffsetManager
 from .broadcast_offset import BroadcastOffsetManager
@@ -122,13 +122,15 @@ class BrokerController:
             answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
         self.table = table
         self.configuration.on_change = self.config_changed
-        self.server = RemotingServer(f"broker {config.broker_name}", table, host, config.listen_port)
+        java_remarks = config.compat is Compat.V4_9  # 4.9.8's Java exception texts as remarks (java_texts)
+        self.server = RemotingServer(f"broker {config.broker_name}", table, host, config.listen_port,
+                                     java_remarks=java_remarks)
         self.server.on_connection_lost.append(self._channel_closed)
         self.vip_server: RemotingServer | None = None
         if vip_channel and config.vip_channel_enabled and config.listen_port >= VIP_PORT_OFFSET:
             self.vip_server = RemotingServer(f"broker {config.broker_name} (vip)",
                                              table.without(RequestCode.PULL_MESSAGE, name="vip"),
-                                             host, config.listen_port - VIP_PORT_OFFSET)
+                                             host, config.listen_port - VIP_PORT_OFFSET, java_remarks=java_remarks)
             self.vip_server.on_connection_lost.append(self._channel_closed)
         self.topic_config_manager.on_change.append(self.register_with_namesrv)
         self.timers = PeriodicTasks()

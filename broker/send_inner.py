@@ -191,7 +191,7 @@ class InnerMessageBuilder:
                 inners.append(MessageExtBrokerInner(topic, queue_id, body, flag, raw, tags_code, sys_flag, born_ts, born,
                                                     port, 0, 0, index_keys))
         except ProtocolError as exc:  # 4.9.8 fails with an exception: SYSTEM_ERROR, no MSG_REGION/TRACE_ON
-            raise ProtocolError(f"malformed batch body: {exc}") from None
+            raise ProtocolError(f"malformed batch body: {exc}", java=exc.java) from None
         if total > self.broker.config.store.max_message_size:
             raise _body_too_big(total, self.broker.config.store.max_message_size, "batch")
         return inners

@@ -22,6 +22,7 @@ import msgspec
 from . import fastjson
 from .codes import LanguageCode
 from .errors import ProtocolError
+from .java_texts import NULL_BODY
 
 __all__ = [
     "Body", "MessageQueue", "ConsumeType", "MessageModel", "ConsumeFromWhere", "SubscriptionData",
@@ -280,6 +281,8 @@ class Body(msgspec.Struct, kw_only=True, rename="camel"):
     @classmethod
     def decode(cls: type[B], data: bytes | bytearray | memoryview | str) -> B:
         """Parse a body; tolerant of what fastjson accepts (§6.2), `ProtocolError` otherwise."""
+        if not data:  # 4.9.8 decodes `new String(body)` of no body: a NullPointerException
+            raise ProtocolError(f"the request has no body: a JSON {cls.__name__} body is needed", java=NULL_BODY)
         return from_json_value(cls, loads(data))
 
 

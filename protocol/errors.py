@@ -14,14 +14,23 @@ class RocketMQError(Exception):
 
 
 class ProtocolError(RocketMQError, ValueError):
-    """Malformed input: a bad frame, header, body or message record."""
+    """Malformed input: a bad frame, header, body or message record.
+
+    `java` is the remark Apache RocketMQ 4.9.8 answers for the same input, where it is known (`java_texts`); a server
+    with `java_remarks` on (`--compat 4.9`) answers it instead of the message."""
+
+    def __init__(self, message: str, *, java: str | None = None) -> None:
+        super().__init__(message)
+        self.java = java
 
 
 class BrokerError(RocketMQError):
     """A response code other than success, with the remark that explains it."""
 
-    def __init__(self, code: int, remark: str | None = None) -> None:
+    def __init__(self, code: int, remark: str | None = None, *, java: str | None = None) -> None:
         from .codes import ResponseCode
+
+        self.java = java  # 4.9.8's remark for the same failure, as ProtocolError.java
 
         try:
             self.code: int = ResponseCode(code)

@@ -16,6 +16,7 @@ import msgspec
 
 from .codes import CURRENT_VERSION
 from .errors import ProtocolError
+from .java_texts import number_format
 
 H = TypeVar("H", bound="CommandHeader")
 _WIRE_NAME = re.compile(r"`\$\.([^`\[]+)`|field `([^`]+)`")
@@ -83,7 +84,9 @@ class CommandHeader(msgspec.Struct, kw_only=True, rename="camel"):
         shown = f"`{wire}` ({name})" if name != wire else f"`{wire}`"
         if "missing required field" in text:
             return ProtocolError(f"missing required header field {shown}")
-        return ProtocolError(f"invalid value {ext.get(wire)!r} for header field {shown}: {text.split(' - ')[0]}")
+        value = ext.get(wire)
+        java = number_format(str(value)) if "Expected `int`" in text else None  # Integer/Long.parseLong in 4.9.8
+        return ProtocolError(f"invalid value {value!r} for header field {shown}: {text.split(' - ')[0]}", java=java)
 
     def to_ext(self) -> dict[str, str]:
         cls = type(self)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Self, TypeVar, ca
 
 from .codes import MessageSysFlag
 from .errors import ProtocolError
+from .java_texts import BUFFER_UNDERFLOW, NULL_BATCH_BODY
 
 T = TypeVar("T")
 
@@ -557,10 +558,11 @@ def iter_batch(buf: bytes) -> Iterator[tuple[int, bytes, bytes]]:
     n = len(buf)
     unpack = _BATCH_HEAD.unpack_from
     if n == 0:
-        raise ProtocolError("empty batch body")
+        raise ProtocolError("empty batch body", java=NULL_BATCH_BODY)
     while pos < n:
-        if n - pos < 22:
-            raise ProtocolError(f"batch item truncated at {pos}: {n - pos} bytes, at least 22 needed")
+        if n - pos < 22:  # 4.9.8 reads five ints first: fewer than 20 bytes end inside one
+            raise ProtocolError(f"batch item truncated at {pos}: {n - pos} bytes, at least 22 needed",
+                                java=BUFFER_UNDERFLOW if n - pos < 20 else None)
         total, _, _, flag, body_len = unpack(buf, pos)
         end = pos + total
         if total < 22 or end > n or body_len < 0 or 22 + body_len > total:

@@ -105,6 +105,7 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._out: list[bytes] | None = None  # answers produced while handling one read, written at once
         self.tracer: TraceHook | None = None  # the wire trace (`broker/trace.py`), when on
+        self.java_remarks = False  # answer errors with 4.9.8's Java exception texts where known (`--compat 4.9`)
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -251,10 +252,12 @@ class RemotingConnection(asyncio.Protocol):
 
     def error_response(self, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
         if isinstance(exc, BrokerError):
-            return RemotingCommand.response_to(request, exc.code, exc.remark)
+            remark = exc.java if self.java_remarks and exc.java is not None else exc.remark
+            return RemotingCommand.response_to(request, exc.code, remark)
         if isinstance(exc, ProtocolError):
             log.info("%s %s: bad %s request: %s", self.name, self.addr, request_code_name(request.code), exc)
-            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+            remark = exc.java if self.java_remarks and exc.java is not None else str(exc)
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark)
         log.error("%s %s: %s request failed", self.name, self.addr, request_code_name(request.code), exc_info=exc)
         return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
@@ -365,8 +368,10 @@ class RemotingServer:
     """Listens on one port with one dispatch table; tracks its connections (with the broker's backpressure)."""
 
     def __init__(self, name: str, table: DispatchTable, host: str, port: int,
-                 max_in_flight: int | None = MAX_IN_FLIGHT, tracer: TraceHook | None = None) -> None:
+                 max_in_flight: int | None = MAX_IN_FLIGHT, tracer: TraceHook | None = None,
+                 java_remarks: bool = False) -> None:
         self.name = name
+        self.java_remarks = java_remarks
         self.tracer = tracer
         self.table = table
         self.host = host
@@ -380,6 +385,7 @@ class RemotingServer:
         conn = RemotingConnection(self.table, name=self.name, max_in_flight=self.max_in_flight,
                                   on_made=self._connection_made, on_lost=self._connection_lost)
         conn.tracer = self.tracer
+        conn.java_remarks = self.java_remarks
         return conn
 
     async def start(self, serving: bool = True) -> None:

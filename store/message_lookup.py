@@ -249,6 +249,13 @@ class MessageLookup:
                 return None
             return self.commitlog.select_one_message_by_offset(commit_log_offset, size)
 
+    def size_field_at(self, commit_log_offset: int) -> int | None:
+        """`CommitLog.size_field_at`: the signed TOTALSIZE read at an offset (None outside the kept data)."""
+        with self._lock:
+            if not self._running or commit_log_offset < self.commitlog.min_offset:
+                return None
+            return self.commitlog.size_field_at(commit_log_offset)
+
     def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:
         data = self.select_one_message_by_offset(commit_log_offset, size)
         if data is None:

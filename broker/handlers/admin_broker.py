@@ -13,6 +13,7 @@ from rocketmq_emulator.protocol.bodies import GroupList, KVTable, MessageQueue, 
 from rocketmq_emulator.protocol.emulator_requests import DropConnectionsResponseHeader, EmulatorRequestCode
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 TopicRequestHeader)
+from rocketmq_emulator.protocol.java_texts import NULL_KEY_GET, NULL_KEY_REMOVE, topic_filter_type_invalid
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from rocketmq_emulator.protocol.message import java_hash_set_order
@@ -70,7 +71,8 @@ class AdminBrokerProcessor:
         try:
             filter_type = TopicFilterType[h.topic_filter_type]
         except KeyError:
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"invalid topicFilterType {h.topic_filter_type!r}") from None
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"invalid topicFilterType {h.topic_filter_type!r}",
+                              java=topic_filter_type_invalid(h.topic_filter_type)) from None
         if (h.read_queue_nums <= 0 or h.write_queue_nums <= 0) and self.broker.config.compat is not Compat.V4_9:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be positive")
         existing = tcm.get(h.topic)
@@ -93,6 +95,8 @@ class AdminBrokerProcessor:
         return RemotingCommand.response_to(req, body=self.broker.topic_config_manager.wrapper().encode())
 
     def get_topic_stats_info(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        if not (req.ext_fields or {}).get("topic"):  # 4.9.8 looks the null name up in its topic table
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "missing required header field `topic`", java=NULL_KEY_GET)
         topic = TopicRequestHeader.from_ext(req.ext_fields).topic
         tc = self.broker.topic_config_manager.get(topic)
         if tc is None:
@@ -126,6 +130,9 @@ class AdminBrokerProcessor:
             subscription_group_table=dict(sgm.table), data_version=sgm.data_version).encode())
 
     def delete_subscription_group(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        if not (req.ext_fields or {}).get("groupName"):  # 4.9.8 removes the null name from its group table
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "missing required header field `groupName`",
+                              java=NULL_KEY_REMOVE)
         h = DeleteSubscriptionGroupRequestHeader.from_ext(req.ext_fields)
         self.broker.subscription_group_manager.delete(h.group_name)
         if h.remove_offset:

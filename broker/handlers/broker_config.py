@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.consume_queue_bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from rocketmq_emulator.protocol.headers import GetBrokerConfigResponseHeader, QueryConsumeQueueRequestHeader
+from rocketmq_emulator.protocol.java_texts import ACL_VALIDATOR_MISSING
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.queue_admin import clean_expired_consume_queues, clean_unused_topics, read_units
 
@@ -98,7 +99,10 @@ class BrokerConfigProcessor:
 
     # -- ACL (disabled, as on a broker with aclEnable=false) ----------------------------------------------------
     def acl_update(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        return RemotingCommand.response_to(req, _ACL_FAILED[req.code])
+        """ACL is never enforced here: the *_FAILED code, as a 4.9.8 broker with ACL off answers."""
+        code = RequestCode(req.code)
+        raise BrokerError(_ACL_FAILED[code], "ACL is disabled on this broker (aclEnable=false)",
+                          java=ACL_VALIDATOR_MISSING[code.name])
 
     def acl_version(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         """A 4.9.8 broker with ACL off leaves this unanswered (the caller times out); this broker answers every

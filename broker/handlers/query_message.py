@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.headers import (QueryMessageRequestHeader, QueryMessageResponseHeader,
                                                 ViewMessageRequestHeader)
+from rocketmq_emulator.protocol.java_texts import negative_limit
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ class QueryMessageProcessor:
         offset = ViewMessageRequestHeader.from_ext(req.ext_fields).offset
         record = self.broker.store.select_one_message_by_offset(offset)
         if record is None:
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+            size = self.broker.store.size_field_at(offset)  # 4.9.8 limits a buffer to it: negative fails so
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}",
+                              java=negative_limit(size) if size is not None and size < 0 else None)
         return RemotingCommand.response_to(req, body=bytes(record))
 
     def query_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
