@@ -19,7 +19,8 @@ from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseH
                                                 UpdateConsumerOffsetRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..config import Compat, NewGroupOffset
+from ..config import Compat
+from ..start_offset import young_queue_offset
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -42,13 +43,11 @@ class ConsumerManageProcessor:
         offset = self.broker.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset >= 0:
             return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
-        store = self.broker.store
         # setZeroIfNotFound=false (5.x clients) asks for QUERY_NOT_FOUND; 4.9.8 has no such field
         zero = h.set_zero_if_not_found is not False or self.broker.config.compat is Compat.V4_9
-        if zero and self.broker.config.new_group_offset is NewGroupOffset.LEGACY:
-            min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
-            if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
-                return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=0).to_ext())
+        start = young_queue_offset(self.broker.config, self.broker.store, h.topic, h.queue_id, zero_if_not_found=zero)
+        if start is not None:
+            return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=start).to_ext())
         return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 

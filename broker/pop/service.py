@@ -34,6 +34,7 @@ from rocketmq_emulator.store.results import GetMessageResult, GetMessageStatus
 
 from ..consume_checks import check_consume
 from ..filter.tags import parse_tag_expression
+from ..start_offset import young_queue_offset
 from .checkpoint import CheckpointStore, PopCheckpoint, ReceiptHandle
 from .moves import MessageMoves
 
@@ -194,9 +195,9 @@ class PopService:
         return max(0, self.broker.store.get_max_offset_in_queue(topic, queue_id) - max(offset, 0))
 
     def start_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int:
-        """The group's offset in a queue: a pending reset, the stored offset, or for a group new to the queue 0
-        while its first message is still stored (or with initMode MIN, and in retry topics), else the last
-        message (upstream's "pop last one")."""
+        """The group's offset in a queue: a pending reset, the stored offset, or for a group new to the queue the
+        first message with initMode MIN (and in retry topics), else 0 while the queue is young (start_offset.py:
+        newGroupOffset), else the last message (upstream's "pop last one")."""
         b = self.broker
         offsets = b.consumer_offset_manager
         if b.config.use_server_side_reset_offset:
@@ -208,13 +209,11 @@ class PopService:
         if offset >= 0:
             return offset
         store = b.store
-        min_offset = store.get_min_offset_in_queue(topic, queue_id)
         if init_mode == INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            offset = min_offset
-        elif min_offset <= 0 and not store.check_in_disk_by_consume_offset(topic, queue_id, 0):
-            offset = 0
+            offset = store.get_min_offset_in_queue(topic, queue_id)
         else:
-            offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
+            young = young_queue_offset(b.config, store, topic, queue_id)
+            offset = young if young is not None else max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
         offsets.commit_offset("pop", group, topic, queue_id, offset)
         return offset
 

@@ -12,7 +12,7 @@ from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, SubscriptionGr
 from rocketmq_emulator.protocol.headers import CommandHeader
 from rocketmq_emulator.protocol.message import decode_messages
 from rocketmq_emulator.protocol.stats_bodies import ConsumeStatsList
-from rocketmq_emulator.protocol.pop_headers import (PROPERTY_POP_CK, AckMessageRequestHeader, BatchAck,
+from rocketmq_emulator.protocol.pop_headers import (INIT_MODE_MAX, INIT_MODE_MIN, PROPERTY_POP_CK, AckMessageRequestHeader, BatchAck,
                                                     BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
                                                     PopMessageRequestHeader)
 from rocketmq_emulator.testing.broker_harness import BrokerHarness
@@ -214,3 +214,21 @@ async def test_sql92_filters_apply_to_pops(tmp_path):
         bad = await broker.ask(RequestCode.POP_MESSAGE, PopMessageRequestHeader(
             consumer_group="G", topic="Orders", invisible_time=30000, exp_type="SQL92", exp="a >"))
         assert bad.code == R.SUBSCRIPTION_PARSE_FAILED
+
+
+async def test_a_new_pop_group_follows_new_group_offset_as_query_consumer_offset_does(tmp_path):
+    """One rule for a group new to a queue: with the default (legacy) rule a young queue is read from its first
+    message by POP (initMode MAX) as by QUERY_CONSUMER_OFFSET; with newGroupOffset=strict neither does, and POP's
+    initMode decides (MAX: the last message, as upstream's "pop last one"; MIN: the first)."""
+    async def pop_new(broker, group, init_mode):
+        r = await broker.ask(RequestCode.POP_MESSAGE, PopMessageRequestHeader(
+            consumer_group=group, topic="Orders", queue_id=-1, max_msg_nums=32, invisible_time=30000, poll_time=0,
+            born_time=_now(), init_mode=init_mode))
+        return [m.body for m in decode_messages(r.body)] if r.code == R.SUCCESS else []
+    async with BrokerHarness(tmp_path / "legacy") as legacy:
+        await send_n(legacy, 3)
+        assert await pop_new(legacy, "G", INIT_MODE_MAX) == [b"m0", b"m1", b"m2"]
+    async with BrokerHarness(tmp_path / "strict", newGroupOffset="strict") as strict:
+        await send_n(strict, 3)
+        assert await pop_new(strict, "G", INIT_MODE_MAX) == [b"m2"]
+        assert await pop_new(strict, "G2", INIT_MODE_MIN) == [b"m0", b"m1", b"m2"]
