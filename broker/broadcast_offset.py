@@ -133,10 +133,6 @@ class BroadcastOffsetManager:
         entry.offsets[queue_id] = offset
         entry.handed[queue_id] = handed
 
-    def has_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> bool:
-        pending = self.resets.get((topic, group, queue_id))
-        return pending is not None and client_id not in pending.applied
-
     def pending_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> int | None:
         pending = self.resets.get((topic, group, queue_id))
         return None if pending is None or client_id in pending.applied else pending.offset

@@ -47,14 +47,15 @@ log = logging.getLogger("rocketmq_emulator.reset")
 
 #: clients older than this (3.0.7) cannot apply a reset (upstream's rule)
 MIN_RESET_CLIENT_VERSION = 28
-#: how long a Java client told of a reset is left to apply it itself: 4.9.x's MQClientInstance.resetOffset pauses
-#: the consumer, waits 10 s, then stores the new offsets and rebuilds its queues; a pull it had held at the broker
-#: (up to 15 s) may come back meanwhile. Moving such a pull (PULL_OFFSET_MOVED) as well would make the client
-#: apply the reset twice: its offset-moved path removes, 10 s later, the queue the reset had just rebuilt, and
-#: what was consumed in between is delivered again.
-JAVA_RESET_GRACE_S = 30.0
-#: MQVersion.Version.V4_9_8.ordinal(): Java clients before it do not apply a reset of a broadcasting group
-JAVA_BROADCAST_RESET_VERSION = 405
+#: how long the broker remembers that it told a client of a reset (RESET_CONSUMER_CLIENT_OFFSET). Clients that apply
+#: a reset themselves (Java 4.9.x, Go 2.x) pause the queues and send no pull of them for 10 s, then pull from the
+#: reset offset; clients that ignore it (ali-ons 3.x, which reports JAVA) keep pulling from their old offset. The
+#: broker decides from what the client does, not from the language it claims: a told client's first pull of a queue
+#: from its old offset (one the reset woke, or one in flight) is answered "nothing new"; a second one proves the
+#: client is not applying the reset, and is moved to the reset offset (PULL_OFFSET_MOVED). Moving the first one as
+#: well made a Java client apply the reset twice: its offset-moved path removes, 10 s later, the queue the reset had
+#: just rebuilt, and what was consumed in between is delivered again.
+RESET_TOLD_S = 30.0
 STATUS_TIMEOUT_S = 5.0
 #: MQVersion.Version's first names (ordinals 0-27, the versions before 3.0.7 that the broker refuses by name)
 _OLD_VERSIONS = ("V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{i}" for i in range(1, 6)),
@@ -87,19 +88,27 @@ class ResetRequest:
 class Broker2Client:
     def __init__(self, broker: BrokerState) -> None:
         self.broker = broker
-        #: (group, topic, client id) -> when a Java client was sent RESET_CONSUMER_CLIENT_OFFSET
+        #: (group, topic, client id) -> when the client was sent RESET_CONSUMER_CLIENT_OFFSET
         self._told: dict[tuple[str, str, str], float] = {}
+        #: (group, topic, client id, queue id): told clients whose first pull of the queue since was answered
+        self._waited: set[tuple[str, str, str, int]] = set()
 
-    def applies_reset_itself(self, group: str, topic: str, client_id: str) -> bool:
-        """True while a Java client that was sent the group's last reset of `topic` is applying it itself (see
-        JAVA_RESET_GRACE_S): the broker then leaves its pulls from elsewhere alone instead of moving them."""
+    def first_pull_since_told(self, group: str, topic: str, queue_id: int, client_id: str) -> bool:
+        """True, once per queue, for a client told of the group's last reset of `topic` (within RESET_TOLD_S):
+        that pull from elsewhere than the reset offset is answered "nothing new"; the client's next one from
+        elsewhere is moved. False for clients never told (they are moved at once)."""
         told = self._told.get((group, topic, client_id))
         if told is None:
             return False
-        if time.monotonic() - told < JAVA_RESET_GRACE_S:
-            return True
-        del self._told[(group, topic, client_id)]
-        return False
+        if time.monotonic() - told >= RESET_TOLD_S:
+            del self._told[(group, topic, client_id)]
+            self._waited = {w for w in self._waited if w[:3] != (group, topic, client_id)}
+            return False
+        key = (group, topic, client_id, queue_id)
+        if key in self._waited:
+            return False
+        self._waited.add(key)
+        return True
 
     # -- reset --------------------------------------------------------------------------------------
     def compute_reset(self, r: ResetRequest, broadcasting: bool) -> dict[MessageQueue, int]:
@@ -196,9 +205,8 @@ class Broker2Client:
             request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
                                               c_form if cpp else java_form)
             info.connection.invoke_oneway(request)
-            if not cpp and str(info.language).upper() == "JAVA" and (
-                    not broadcasting or info.version >= JAVA_BROADCAST_RESET_VERSION):
-                self._told[(r.group, r.topic, info.client_id)] = time.monotonic()
+            self._told[(r.group, r.topic, info.client_id)] = time.monotonic()
+            self._waited = {w for w in self._waited if w[:3] != (r.group, r.topic, info.client_id)}
             log.info("[reset-offset] %s of %s sent to %s (%s form)", r.topic, r.group, info.client_id,
                      "C++" if cpp else "Java")
         if b.config.use_server_side_reset_offset:

@@ -190,9 +190,6 @@ class ConsumerOffsetManager:
         self.pull_offset_table.setdefault(key, {})[queue_id] = offset
         self._record(key, queue_id, offset)
 
-    def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
-        return queue_id in self.reset_offset_table.get(f"{topic}@{group}", ())
-
     def pending_reset(self, topic: str, group: str, queue_id: int) -> int | None:
         return self.reset_offset_table.get(f"{topic}@{group}", {}).get(queue_id)
 

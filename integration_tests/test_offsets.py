@@ -427,7 +427,6 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
         async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
             hb = HeartbeatData(client_id="raw-client", consumer_data_set=[ConsumerData(
                 group_name="raw", subscription_data_set=[SubscriptionData(topic="Raw", sub_string="*")])])
-            # (not a Java client: the broker leaves a Java client time to apply a reset itself, see below)
             await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode(), language="GO"))
             async with Producer("p", namesrv=emulator.namesrv_addr) as p:
                 await p.send_batch("Raw", [f"m{i}" for i in range(10)])
@@ -441,9 +440,12 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
             stale = UpdateConsumerOffsetRequestHeader(consumer_group="raw", topic="Raw", queue_id=0, commit_offset=10)
             await c.request(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, stale.to_ext()))
             assert await asyncio.to_thread(committed) == 4  # a commit while the reset is pending is ignored
-            moved = await c.request(_raw_pull("Raw", 10, commit=10))
+            # told of the reset, its first pull from the old offset may have been under way: "nothing new"
+            waited = await c.request(_raw_pull("Raw", 10, commit=10))
+            assert (waited.code, waited.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+            moved = await c.request(_raw_pull("Raw", 10, commit=10))  # the second proves it ignores the reset
             assert (moved.code, moved.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "4")
-            assert await asyncio.to_thread(committed) == 4  # the pull's stale commit offset was not stored
+            assert await asyncio.to_thread(committed) == 4  # the pulls' stale commit offset was not stored
             again = await c.request(_raw_pull("Raw", 4, commit=10))  # still carrying the stale offset
             assert [m.body for m in decode_messages(again.body)] == [b"m%d" % i for i in range(4, 10)]
             assert await asyncio.to_thread(committed) == 4  # stale: beyond what it has pulled since the reset
@@ -456,28 +458,21 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
 
 def test_s6_a_java_client_told_of_a_reset_applies_it_itself(emulator):
     """A Java client sent RESET_CONSUMER_CLIENT_OFFSET pauses 10 s, then stores the reset offsets and rebuilds its
-    queues. A pull of its old position meanwhile (one its reset woke, or in flight) is served as asked: moving it
-    as well made the client apply the reset twice and re-deliver part of a queue (seen with the Java 4.9.8
-    client). Its pull from the reset offset applies the reset; its stale commits stay ignored."""
+    queues. A pull of its old position meanwhile (one its reset woke, or in flight) is answered "nothing new", not
+    moved: moving it as well made the client apply the reset twice and re-deliver part of a queue (seen with the
+    Java 4.9.8 client). Its pull from the reset offset applies the reset; its stale commits stay ignored."""
     from integration_tests.rawclient import RawClient
     from rocketmq_emulator.protocol import RequestCode, ResponseCode as R
-    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
     from rocketmq_emulator.protocol.message import decode_messages
     create_topic(emulator, "Raw", 1)
     committed = lambda: emulator.call(lambda: emulator.broker.consumer_offset_manager.query_offset("raw", "Raw", 0))
 
     async def scenario():
         async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
-            hb = HeartbeatData(client_id="java-client", consumer_data_set=[ConsumerData(
-                group_name="raw", subscription_data_set=[SubscriptionData(topic="Raw", sub_string="*")])])
-            await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode(), language="JAVA"))
-            async with Producer("p", namesrv=emulator.namesrv_addr) as p:
-                await p.send_batch("Raw", [f"m{i}" for i in range(10)])
-            await c.request(_raw_pull("Raw", 0))
-            await c.request(_raw_pull("Raw", 10, commit=10))
+            await _consumed_ten(c, emulator, "Raw", "java-client")
             await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Raw", 4))
             old_position = await c.request(_raw_pull("Raw", 10, commit=10))
-            assert old_position.code == R.PULL_NOT_FOUND, old_position  # as asked, not moved
+            assert (old_position.code, old_position.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")  # not moved
             assert await asyncio.to_thread(committed) == 4  # its stale commit offset was not stored
             applied = await c.request(_raw_pull("Raw", 4))
             assert [m.body for m in decode_messages(applied.body)] == [b"m%d" % i for i in range(4, 10)]
@@ -486,6 +481,44 @@ def test_s6_a_java_client_told_of_a_reset_applies_it_itself(emulator):
     requests, after = asyncio.run(scenario())
     assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]
     assert after.code == R.PULL_NOT_FOUND and committed() == 10
+
+
+def test_s6_a_client_that_ignores_the_reset_is_moved_at_its_second_pull_from_the_old_offset(emulator):
+    """A client told of a reset that keeps pulling from its old offset (ali-ons 3.x reports JAVA and ignores
+    RESET_CONSUMER_CLIENT_OFFSET) is not applying it: its first pull from there is answered "nothing new" (it may
+    have been under way), its second is moved to the reset offset, and every message from there comes again."""
+    from integration_tests.rawclient import RawClient
+    from rocketmq_emulator.protocol import RequestCode, ResponseCode as R
+    from rocketmq_emulator.protocol.message import decode_messages
+    create_topic(emulator, "Deaf", 1)
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await _consumed_ten(c, emulator, "Deaf", "deaf-client")
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Deaf", 0))
+            first = await c.request(_raw_pull("Deaf", 10, commit=10))
+            second = await c.request(_raw_pull("Deaf", 10, commit=10))
+            again = await c.request(_raw_pull("Deaf", int(second.ext_fields["nextBeginOffset"])))
+            return first, second, again, [r async for r in _drain(c)]
+    first, second, again, requests = asyncio.run(scenario())
+    assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]  # it was told
+    assert (first.code, first.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+    assert (second.code, second.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "0")
+    assert [m.body for m in decode_messages(again.body)] == [b"m%d" % i for i in range(10)]
+
+
+async def _consumed_ten(c, emulator, topic: str, client_id: str) -> None:
+    """A consumer of group "raw" on connection `c` (heartbeat as a Java client) that pulled the 10 messages just
+    sent to `topic` and committed them."""
+    from rocketmq_emulator.protocol import RequestCode
+    from rocketmq_emulator.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
+    hb = HeartbeatData(client_id=client_id, consumer_data_set=[ConsumerData(
+        group_name="raw", subscription_data_set=[SubscriptionData(topic=topic, sub_string="*")])])
+    await c.request(RemotingCommand.request(RequestCode.HEART_BEAT, body=hb.encode(), language="JAVA"))
+    async with Producer("p", namesrv=emulator.namesrv_addr) as p:
+        await p.send_batch(topic, [f"m{i}" for i in range(10)])
+    await c.request(_raw_pull(topic, 0))
+    await c.request(_raw_pull(topic, 10, commit=10))
 
 
 async def _drain(c):

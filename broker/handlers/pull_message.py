@@ -82,15 +82,19 @@ class PullMessageProcessor:
         gi = b.consumer_manager.get(h.consumer_group)
         broadcasting = gi is not None and gi.message_model == MessageModel.BROADCASTING
         client_id = conn.attributes.get("client_id") or conn.peer
-        if not allow_suspend and self._reset_pending(h, broadcasting, client_id):
-            # a held pull woken by a reset carries the old offset: "nothing new", and the client's next pull
-            # (from the reset offset if it applied RESET_CONSUMER_CLIENT_OFFSET) decides
+        session = session_of(conn.attributes) if broadcasting else 0
+        reset = self._pending_reset(h, broadcasting, client_id)
+        if reset is not None and reset != h.queue_offset and (
+                not allow_suspend or b.broker2client.first_pull_since_told(h.consumer_group, h.topic, h.queue_id,
+                                                                           client_id)):
+            # a pull from the old offset that the reset woke (it was held) or that was under way when the client
+            # was told: "nothing new", and the client's next pull decides (from the reset offset if it applied
+            # RESET_CONSUMER_CLIENT_OFFSET; from the old one again if it ignores it: then it is moved)
             return RemotingCommand.response_to(req, _R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING",
                                                PullMessageResponseHeader.fast_ext(
                                                    h.queue_offset, b.store.get_min_offset_in_queue(h.topic, h.queue_id),
                                                    b.store.get_max_offset_in_queue(h.topic, h.queue_id)))
-        session = session_of(conn.attributes) if broadcasting else 0
-        moved_to = self._offset_override(h, broadcasting, client_id, session)
+        moved_to = self._offset_override(h, broadcasting, client_id, session, reset is not None)
         if moved_to is not None:
             return self._moved(req, h, moved_to, broadcasting, client_id, session)
 
@@ -166,22 +170,23 @@ class PullMessageProcessor:
             raise BrokerError(_R.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
         return data.record_filter
 
-    def _reset_pending(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> bool:
+    def _pending_reset(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> int | None:
+        """The offset a pending server-side reset moves this client's pulls of the queue to, or None."""
         b = self.broker
         if not b.config.use_server_side_reset_offset:
-            return False
+            return None
         if broadcasting:
-            return b.broadcast_offsets.has_reset(h.topic, h.consumer_group, h.queue_id, client_id)
-        return b.consumer_offset_manager.has_offset_reset(h.topic, h.consumer_group, h.queue_id)
+            return b.broadcast_offsets.pending_reset(h.topic, h.consumer_group, h.queue_id, client_id)
+        return b.consumer_offset_manager.pending_reset(h.topic, h.consumer_group, h.queue_id)
 
     def _offset_override(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str,
-                         session: int) -> int | None:
-        """Where this pull must go instead of its queueOffset: a pending server-side reset, or (broadcasting) the
-        broker's offset for a client whose first pull of the queue in this session starts at the end. None: as
-        asked."""
+                         session: int, reset_pending: bool) -> int | None:
+        """Where this pull must go instead of its queueOffset: the pending server-side reset (taken now: a pull
+        from the reset offset applies it, any other is moved there), or (broadcasting) the broker's offset for a
+        client whose first pull of the queue in this session starts at the end. None: as asked."""
         b = self.broker
         target = None
-        if b.config.use_server_side_reset_offset and not self._left_to_the_client(h, broadcasting, client_id):
+        if reset_pending:
             if broadcasting:
                 target = b.broadcast_offsets.take_reset(h.topic, h.consumer_group, h.queue_id, client_id)
             else:
@@ -192,19 +197,6 @@ class PullMessageProcessor:
                                                      h.queue_offset,
                                                      b.store.get_max_offset_in_queue(h.topic, h.queue_id))
         return target if target is not None and target != h.queue_offset else None
-
-    def _left_to_the_client(self, h: PullMessageRequestHeader, broadcasting: bool, client_id: str) -> bool:
-        """A pending reset that a Java client told of it applies itself (Broker2Client.applies_reset_itself): its
-        pulls from anywhere but the reset offset are served as asked, not moved; one from the reset offset
-        applies the reset as usual (so the old position's commits stay fenced)."""
-        b = self.broker
-        if not b.broker2client.applies_reset_itself(h.consumer_group, h.topic, client_id):
-            return False
-        if broadcasting:
-            target = b.broadcast_offsets.pending_reset(h.topic, h.consumer_group, h.queue_id, client_id)
-        else:
-            target = b.consumer_offset_manager.pending_reset(h.topic, h.consumer_group, h.queue_id)
-        return target is not None and target != h.queue_offset
 
     def _moved(self, req: RemotingCommand, h: PullMessageRequestHeader, offset: int, broadcasting: bool,
                client_id: str, session: int) -> RemotingCommand:

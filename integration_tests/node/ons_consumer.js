@@ -15,28 +15,21 @@ const util = require('util');
 const { Consumer } = require('ali-ons');
 
 function parseArgs(argv) {
-  const args = { tag: '*', timeout: 120, from: 'first', broadcast: false };
-  for (let i = 0; i < argv.length; i++) {
-    const key = argv[i];
-    const take = () => {
-      if (i + 1 >= argv.length) throw new Error(`${key} needs a value`);
-      return argv[++i];
-    };
-    switch (key) {
-      case '--namesrv': args.namesrv = take(); break;
-      case '--topic': args.topic = take(); break;
-      case '--group': args.group = take(); break;
-      case '--tag': args.tag = take(); break;
-      case '--timeout': args.timeout = Number(take()); break;
-      case '--from': args.from = take(); break;
-      case '--broadcast': args.broadcast = true; break;
-      default: throw new Error(`unknown argument ${key}`);
-    }
+  // node's own parser (util.parseArgs): unknown options and missing values are errors
+  const { values } = util.parseArgs({ args: argv, strict: true, options: {
+    namesrv: { type: 'string' },
+    topic: { type: 'string' },
+    group: { type: 'string' },
+    tag: { type: 'string', default: '*' },
+    timeout: { type: 'string', default: '120' },
+    from: { type: 'string', default: 'first' },
+    broadcast: { type: 'boolean', default: false },
+  } });
+  for (const name of [ 'namesrv', 'topic', 'group' ]) {
+    if (!values[name]) throw new Error(`--${name} is required`);
   }
-  for (const required of [ 'namesrv', 'topic', 'group' ]) {
-    if (!args[required]) throw new Error(`--${required} is required`);
-  }
-  return args;
+  values.timeout = Number(values.timeout);
+  return values;
 }
 
 function emit(event) {

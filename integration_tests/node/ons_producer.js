@@ -10,27 +10,20 @@ const util = require('util');
 const { Producer, Message } = require('ali-ons');
 
 function parseArgs(argv) {
-  const args = { tag: 'TagA', prefix: 'm-', count: 10, group: 'ons-emulator-producer' };
-  for (let i = 0; i < argv.length; i++) {
-    const key = argv[i];
-    const take = () => {
-      if (i + 1 >= argv.length) throw new Error(`${key} needs a value`);
-      return argv[++i];
-    };
-    switch (key) {
-      case '--namesrv': args.namesrv = take(); break;
-      case '--topic': args.topic = take(); break;
-      case '--tag': args.tag = take(); break;
-      case '--prefix': args.prefix = take(); break;
-      case '--count': args.count = Number(take()); break;
-      case '--group': args.group = take(); break;
-      default: throw new Error(`unknown argument ${key}`);
-    }
+  // node's own parser (util.parseArgs): unknown options and missing values are errors
+  const { values } = util.parseArgs({ args: argv, strict: true, options: {
+    namesrv: { type: 'string' },
+    topic: { type: 'string' },
+    tag: { type: 'string', default: 'TagA' },
+    prefix: { type: 'string', default: 'm-' },
+    count: { type: 'string', default: '10' },
+    group: { type: 'string', default: 'ons-emulator-producer' },
+  } });
+  for (const name of [ 'namesrv', 'topic' ]) {
+    if (!values[name]) throw new Error(`--${name} is required`);
   }
-  for (const required of [ 'namesrv', 'topic' ]) {
-    if (!args[required]) throw new Error(`--${required} is required`);
-  }
-  return args;
+  values.count = Number(values.count);
+  return values;
 }
 
 function emit(event) {
