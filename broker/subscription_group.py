@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketmq_emulator.protocol.topics import is_system_group
 
 from .config_file import load_config_file, write_config_file
 
@@ -32,7 +33,7 @@ class SubscriptionGroupManager:
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created (and persisted) when allowed."""
         cfg = self.table.get(group)
-        if cfg is None and (self.auto_create or group.startswith("CID_RMQ_SYS_")):
+        if cfg is None and (self.auto_create or is_system_group(group)):
             cfg = self.table[group] = SubscriptionGroupConfig(group_name=group)
             self.data_version = self.data_version.next_version()
             self.persist()

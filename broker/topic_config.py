@@ -10,8 +10,8 @@ from typing import Callable
 from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import (DataVersion, TopicConfig, TopicConfigSerializeWrapper,
                                                      TopicFilterType)
-from rocketmq_emulator.protocol.topics import (AUTO_CREATE_TOPIC_KEY, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC, SYSTEM_TOPICS,
-                                               topic_problem)
+from rocketmq_emulator.protocol.topics import (AUTO_CREATE_TOPIC_KEY, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC,
+                                               broker_system_topics, is_system_topic, reply_topic, topic_problem)
 
 from .config_file import load_config_file, write_config_file
 
@@ -74,6 +74,8 @@ class TopicConfigManager:
         self.path = config_dir / "topics.json"
         self.broker_name = broker_name
         self.cluster_name = cluster_name
+        #: the topics this broker adds to the system set (protocol.topics.broker_system_topics)
+        self.system_topic_names = broker_system_topics(cluster_name, broker_name)
         self.auto_create_topic_enable = auto_create_topic_enable
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(counter=0)
@@ -93,7 +95,7 @@ class TopicConfigManager:
         self._put(self.broker_name, 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT)
         self._put(OFFSET_MOVED_EVENT, 1, 1)
         self._put(SCHEDULE_TOPIC, 18, 18)
-        self._put(f"{self.cluster_name}_REPLY_TOPIC", 1, 1)
+        self._put(reply_topic(self.cluster_name), 1, 1)
 
     # -- persistence ----------------------------------------------------------------------------------
     def load(self) -> None:
@@ -167,5 +169,7 @@ class TopicConfigManager:
         return tc
 
     def is_system_topic(self, topic: str) -> bool:
-        return (topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_") or topic == self.cluster_name
-                or topic == self.broker_name or topic == f"{self.cluster_name}_REPLY_TOPIC")
+        """TopicValidator.isSystemTopic on this broker (protocol.topics.is_system_topic with its own names): what
+        UPDATE_AND_CREATE_TOPIC / DELETE_TOPIC_IN_BROKER refuse, the dashboard counts as system and a 5.x
+        client may not access."""
+        return is_system_topic(topic, self.system_topic_names)

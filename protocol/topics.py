@@ -5,7 +5,7 @@ sys flags are `PermName`, `MessageSysFlag` and `PullSysFlag` in `codes`."""
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Collection, Mapping
 
 #: the template topic a broker creates unknown topics from on the first send (MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC)
 AUTO_CREATE_TOPIC_KEY = "TBW102"
@@ -24,16 +24,23 @@ OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-TRANS_CONSUMER_GROUP = "CID_RMQ_SYS_TRANS"
-#: topics producers may never write
+#: RocketMQ's own consumer groups (MixAll.CID_RMQ_SYS_PREFIX): made on first use whatever
+#: autoCreateSubscriptionGroup says, refused to 5.x clients, left out of the dashboard's groups
+SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
+TRANS_CONSUMER_GROUP = SYSTEM_GROUP_PREFIX + "TRANS"
+#: system topics by name (TopicValidator.SYSTEM_TOPIC_PREFIX)
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 #: 5.x timer messages wait here for their delivery time (broker/timer.py); its progress is this group's offset
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-TIMER_GROUP = "CID_RMQ_SYS_TIMER"
+TIMER_TOPIC = SYSTEM_TOPIC_PREFIX + "wheel_timer"
+TIMER_GROUP = SYSTEM_GROUP_PREFIX + "TIMER"
+#: topics producers may never write (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET)
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
                                      TRANS_CHECK_MAX_TIME_TOPIC, "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, TIMER_TOPIC, "BenchmarkTest", TRANS_HALF_TOPIC,
                            "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
                            "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
+#: where request-reply replies of a cluster go: `<cluster>_REPLY_TOPIC` (MixAll.REPLY_TOPIC_POSTFIX)
+REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"
 TOPIC_MAX_LENGTH = 127
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
@@ -54,6 +61,27 @@ def parse_offset_key(key: str) -> tuple[str, str, bool] | None:
     if not topic or not group or "@" in group:
         return None
     return topic, group, broadcasting
+
+
+def reply_topic(cluster_name: str) -> str:
+    return cluster_name + REPLY_TOPIC_SUFFIX
+
+
+def broker_system_topics(cluster_name: str, broker_name: str) -> tuple[str, str, str]:
+    """The topics a broker adds to the system set when it starts (TopicConfigManager's
+    TopicValidator.addSystemTopic calls): its cluster's and its own name, and its cluster's reply topic."""
+    return cluster_name, broker_name, reply_topic(cluster_name)
+
+
+def is_system_topic(topic: str, added: Collection[str] = ()) -> bool:
+    """TopicValidator.isSystemTopic, the one rule of every front: the system set, the `rmq_sys_` prefix, and
+    `added`, the topics the brokers of this process added to the set (`broker_system_topics`). A user's topic
+    named `RMQ_SYS_...` (upper case) or `..._REPLY_TOPIC` of no cluster here is no system topic."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX) or topic in added
+
+
+def is_system_group(group: str) -> bool:
+    return group.startswith(SYSTEM_GROUP_PREFIX)
 
 
 def retry_topic(group: str) -> str:

@@ -13,7 +13,7 @@ from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 from rocketmq_emulator.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, topic_problem
 
 from ..broker2client import ResetRequest
-from ..handlers.admin_broker import drop_connections as close_connections
+from ..connections import drop_connections as close_connections
 from ..send_request import SendMessageRequest, SendMessageResponse
 from .views import Invalid, NotFound, find_message, number, timestamp_ms
 
@@ -34,11 +34,18 @@ def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str:
     return value.strip()
 
 
+def _not_system(b: BrokerContext, topic: str) -> None:
+    """A system topic is neither changed nor deleted (the broker's rule; UPDATE_AND_CREATE_TOPIC's remark)."""
+    if b.topic_config_manager.is_system_topic(topic):
+        raise Invalid(f"The topic[{topic}] is conflict with system topic.")
+
+
 def create_topic(b: BrokerContext, body: dict[str, Any]) -> dict[str, Any]:
     topic = _text(body, "topic")
     problem = topic_problem(topic)
     if problem is not None:
         raise Invalid(problem)
+    _not_system(b, topic)
     queues = number(body.get("queues"), "queues", low=1, default=4)
     if queues > 1024:
         raise Invalid("queues must be at most 1024")
@@ -50,6 +57,7 @@ def create_topic(b: BrokerContext, body: dict[str, Any]) -> dict[str, Any]:
 def delete_topic(b: BrokerContext, topic: str) -> dict[str, Any]:
     if b.topic_config_manager.get(topic) is None:
         raise NotFound(f"topic {topic!r} does not exist on {b.config.broker_name}")
+    _not_system(b, topic)
     b.delete_topic(topic)
     return {"deleted": topic}
 

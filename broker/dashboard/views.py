@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.message import MessageExt, decode_message_id, decode_messages
 from rocketmq_emulator.protocol.topics import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC,
-                                               SYSTEM_TOPICS, dlq_topic, pop_retry_topic, retry_topic)
+                                               dlq_topic, is_system_group, pop_retry_topic, retry_topic)
 
 from ..consume_stats import consume_stats
 from ..subscription_group import TOOL_GROUPS
@@ -31,13 +31,6 @@ class Invalid(ValueError):
 
 class NotFound(LookupError):
     """Nothing by that name: 404."""
-
-
-def is_system_topic(topic: str, b: BrokerContext | None = None) -> bool:
-    """RocketMQ's own topics, and the ones named after the cluster and the broker (upstream registers them)."""
-    if b is not None and topic in (b.config.broker_cluster_name, b.config.broker_name):
-        return True
-    return topic in SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "RMQ_SYS_")) or topic.endswith("_REPLY_TOPIC")
 
 
 def number(value: str | None, name: str, *, low: int = 0, default: int | None = None) -> int:
@@ -76,8 +69,7 @@ def broker_summary(b: BrokerContext, rates: dict[str, float]) -> dict[str, Any]:
     topics = b.topic_config_manager.table
     return {
         "name": b.config.broker_name, "addr": b.broker_addr, "cluster": b.config.broker_cluster_name,
-        "topics": sum(1 for t in topics if not is_system_topic(t, b) and not t.startswith(
-            (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))),
+        "topics": sum(1 for t in topics if topic_kind(b, t) == "normal"),
         "groups": len(group_names(b)),
         "putTps": round(rates.get("put", 0.0), 1), "getTps": round(rates.get("get", 0.0), 1),
         "messagesPut": store.put_count, "messagesGot": store.get_found,
@@ -89,19 +81,26 @@ def broker_summary(b: BrokerContext, rates: dict[str, float]) -> dict[str, Any]:
 
 
 # -- topics -----------------------------------------------------------------------------------------
+def topic_kind(b: BrokerContext, topic: str) -> str:
+    """retry, dlq, system (the broker's rule, TopicConfigManager.is_system_topic: what UPDATE_AND_CREATE_TOPIC
+    refuses and 5.x clients may not access) or normal."""
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "retry"
+    if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        return "dlq"
+    return "system" if b.topic_config_manager.is_system_topic(topic) else "normal"
+
+
 def topics(b: BrokerContext, system: bool = False) -> list[dict[str, Any]]:
     out = []
     for name, tc in sorted(b.topic_config_manager.table.items()):
-        if not system and (is_system_topic(name, b) or name.startswith((RETRY_GROUP_TOPIC_PREFIX,
-                                                                     DLQ_GROUP_TOPIC_PREFIX))):
+        kind = topic_kind(b, name)
+        if not system and kind != "normal":
             continue
         queues = queue_stats(b, name, max(tc.read_queue_nums, tc.write_queue_nums))
         out.append({"topic": name, "readQueues": tc.read_queue_nums, "writeQueues": tc.write_queue_nums,
                     "perm": tc.perm, "messages": sum(q["messages"] for q in queues),
-                    "lastStoreTime": max((q["lastStoreTime"] for q in queues), default=0),
-                    "kind": "retry" if name.startswith(RETRY_GROUP_TOPIC_PREFIX) else
-                    "dlq" if name.startswith(DLQ_GROUP_TOPIC_PREFIX) else
-                    "system" if is_system_topic(name, b) else "normal"})
+                    "lastStoreTime": max((q["lastStoreTime"] for q in queues), default=0), "kind": kind})
     return out
 
 
@@ -121,7 +120,7 @@ def topic_detail(b: BrokerContext, topic: str) -> dict[str, Any]:
     if tc is None:
         raise NotFound(f"topic {topic!r} does not exist on {b.config.broker_name}")
     queues = queue_stats(b, topic, max(tc.read_queue_nums, tc.write_queue_nums))
-    groups = sorted(g for g in b.consumer_offset_manager.groups_of_topic(topic) if not g.startswith("CID_RMQ_SYS_"))
+    groups = sorted(g for g in b.consumer_offset_manager.groups_of_topic(topic) if not is_system_group(g))
     return {"topic": topic, "readQueues": tc.read_queue_nums, "writeQueues": tc.write_queue_nums, "perm": tc.perm,
             "queues": queues, "messages": sum(q["messages"] for q in queues), "groups": groups}
 
@@ -215,7 +214,7 @@ def find_message(b: BrokerContext, msg_id: str, topic: str | None = None) -> Mes
 def group_names(b: BrokerContext) -> list[str]:
     """The consumer groups of users: RocketMQ's own (tools, CID_RMQ_SYS_*) left out."""
     names = set(b.subscription_group_manager.table) | set(b.consumer_manager.groups)
-    return sorted(g for g in names if not g.startswith("CID_RMQ_SYS_") and g not in TOOL_GROUPS)
+    return sorted(g for g in names if not is_system_group(g) and g not in TOOL_GROUPS)
 
 
 def group_state(b: BrokerContext, group: str) -> tuple[str, bool]:

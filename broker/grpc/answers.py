@@ -22,12 +22,16 @@ ACCEPTED_TYPES = {"NORMAL": (T.NORMAL,), "FIFO": (T.FIFO,), "DELAY": (T.DELAY,),
 #: the proxy's grpcClientConsumerMin/MaxLongPollingTimeoutMillis: a receive waits at least 5 s, at most 20 s
 MIN_LONG_POLLING_MS = 5_000
 MAX_LONG_POLLING_MS = 20_000
+#: a receive's long poll when the request has none, and the one the settings reply gives subscribers
+DEFAULT_LONG_POLLING_MS = 20_000
 FAQ = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 #: what the proxy in local mode answers a receive of a topic the broker does not have (its NullPointerException)
 NO_TOPIC_ON_RECEIVE = ('Cannot invoke "org.apache.rocketmq.common.TopicConfig.getPerm()" because "<parameter1>" is '
                        "null. NullPointerException. org.apache.rocketmq.proxy.service.route.LocalTopicRouteService."
                        "toTopicRouteData(LocalTopicRouteService.java:83)")
 NO_TRANSACTION_DATA = "org.apache.rocketmq.proxy.common.ProxyException: cannot found transaction data"
+#: what the proxy answers (FORBIDDEN) a send to a topic whose route has no writable queue (ProducerProcessor)
+NO_WRITABLE_QUEUE = "org.apache.rocketmq.proxy.common.ProxyException: no writable queue"
 CODE_NAMES = {number: name for name, number in vars(C).items()}
 
 

@@ -3,25 +3,23 @@ the remoting front uses (the send path, the POP core, transactions). Nothing her
 
 Every RPC answers with a `status` (the 5.x clients read it, not the gRPC status); a refusal of a core
 (BrokerError) becomes the proxy's code for it (converter.STATUS_OF). PullMessage, the offset RPCs, RecallMessage
-and SyncLiteSubscription are not served: gRPC answers UNIMPLEMENTED.
+and SyncLiteSubscription are not served: gRPC answers UNIMPLEMENTED. The clients' sessions, Telemetry and settings
+are clients.py's; the routes and the broker a send goes to, routes.py's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
-from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
-from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                                                decode_message_id)
-from rocketmq_emulator.protocol.topics import parse_delay_levels
+from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, decode_message_id
+from rocketmq_emulator.protocol.topics import is_system_topic
 
 from ..broker_context import BrokerContext
 from ..pop.checkpoint import ReceiptHandle
@@ -29,41 +27,24 @@ from ..pop.service import PopRequest
 from ..send_request import SendMessageRequest
 from ..topic_config import topic_message_type
 from . import converter as cv
-from .answers import (ACCEPTED_TYPES, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,
-                      NO_TRANSACTION_DATA, handle_parse_failure, named, new_message_id, permission, recall_handle,
-                      route_queues)
+from . import routes
+from .answers import (DEFAULT_LONG_POLLING_MS, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,
+                      NO_TRANSACTION_DATA, handle_parse_failure, named, new_message_id, recall_handle)
+from .clients import GRPC_PRODUCER_GROUP, ClientSessions
 from .validate import (Failure, check_message_type, fifo_queue, validate_group, validate_invisible_time,
                        validate_message, validate_topic)
 
 log = logging.getLogger("rocketmq_emulator.grpc")
 C = v2.Code
 T = v2.MessageType
-#: the producer group of messages sent through gRPC (5.x producers have none): transaction check-backs go to a
-#: 5.x producer publishing the message's topic
-GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
 PROPERTY_TRANSACTION_ID = "__transactionId__"
 PROPERTY_BORN_HOST = cv.PROPERTY_BORN_HOST
 #: the receive of an auto-renewing (push) consumer: the proxy's default invisible time
 AUTO_RENEW_INVISIBLE_MS = 60_000
-DEFAULT_LONG_POLLING_MS = 20_000
 #: transaction data kept for EndTransaction (a half message's check-back adds it again)
 MAX_TRANSACTION_DATA = 100_000
 ENDED_TRANSACTION = {v2.TransactionResolution.COMMIT: MessageSysFlag.TRANSACTION_COMMIT_TYPE,
                      v2.TransactionResolution.ROLLBACK: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE}
-
-
-@dataclass(slots=True)
-class ClientSession:
-    client_id: str
-    client_type: int = 0
-    group: str = ""
-    topics: set[str] = field(default_factory=set)
-    #: server-to-client telemetry commands (transaction checks); None while no Telemetry stream is open
-    outbox: asyncio.Queue[Any] | None = None
-    last_seen: float = field(default_factory=time.monotonic)
-    #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
-    #: NotifyClientTermination
-    has_settings: bool = False
 
 
 def _status_of(exc: Exception) -> Any:
@@ -75,37 +56,22 @@ def _status_of(exc: Exception) -> Any:
     return cv.status(C.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
 
 
-class MessagingService:
+class MessagingService(ClientSessions):
     """`brokers()`: the running brokers; `endpoint()`: the (host, port) routes advertise when a client sent no
     endpoints of its own."""
 
     def __init__(self, brokers: Callable[[], Iterable[BrokerContext]], endpoint: Callable[[], tuple[str, int]]) -> None:
-        self.brokers = brokers
+        super().__init__(brokers)
         self.endpoint = endpoint
-        self.sessions: dict[str, ClientSession] = {}
         self._round_robin = itertools.count()
-        #: the proxy's TransactionService: (topic, transaction id) -> (broker name, commit log offset) of the half
-        self.transactions: dict[tuple[str, str], tuple[str, int]] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
-    def session(self, context: Any) -> ClientSession:
-        md = dict(context.invocation_metadata() or ())
-        client_id = md.get("x-mq-client-id")
-        if not client_id:
-            raise Failure(C.CLIENT_ID_REQUIRED, "client id cannot be empty")
-        now = time.monotonic()
-        s = self.sessions.get(client_id)
-        if s is None:
-            self._forget_silent(now)
-            s = self.sessions[client_id] = ClientSession(client_id)
-        s.last_seen = now
-        return s
+    def is_system_topic(self, topic: str) -> bool:
+        """TopicValidator.isSystemTopic in the proxy's JVM, where each broker added its own names to the set."""
+        return is_system_topic(topic, {t for b in self.brokers() for t in b.topic_config_manager.system_topic_names})
 
-    def _forget_silent(self, now: float) -> None:
-        """Clients gone without NotifyClientTermination (killed): heard of nothing for 2 minutes (they heartbeat
-        every 10 s) and no Telemetry stream open."""
-        for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > 120]:
-            del self.sessions[client_id]
+    def validate_topic(self, topic: str) -> None:
+        validate_topic(topic, self.is_system_topic)
 
     def broker_named(self, name: str) -> BrokerContext:
         for b in self.brokers():
@@ -144,19 +110,9 @@ class MessagingService:
     async def QueryRoute(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
-            topic = request.topic.name
-            validate_topic(topic)
+            self.validate_topic(request.topic.name)
             endpoints = self.endpoints(request.endpoints)
-            queues = []
-            for b in self.brokers_of(topic):
-                tc = b.topic_config_manager.get(topic)
-                assert tc is not None
-                broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
-                accepted = ACCEPTED_TYPES.get(topic_message_type(tc), (T.MESSAGE_TYPE_UNSPECIFIED,))
-                for qid, perm in enumerate(route_queues(tc.read_queue_nums, tc.write_queue_nums, tc.perm)):
-                    mq = v2.MessageQueue(id=qid, permission=perm, broker=broker, accept_message_types=accepted)
-                    mq.topic.CopyFrom(request.topic)
-                    queues.append(mq)
+            queues = routes.message_queues(self.brokers_of(request.topic.name), request.topic, endpoints)
             return v2.QueryRouteResponse(status=named(C.OK), message_queues=queues)
         except Exception as exc:  # noqa: BLE001 - every failure is a status
             return v2.QueryRouteResponse(status=_status_of(exc))
@@ -175,33 +131,14 @@ class MessagingService:
         except Exception as exc:  # noqa: BLE001
             return v2.HeartbeatResponse(status=_status_of(exc))
 
-    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
-        md = dict(context.invocation_metadata() or ())
-        s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
-        if s is not None and s.outbox is not None:
-            s.outbox.put_nowait(None)
-        return v2.NotifyClientTerminationResponse(status=named(C.OK))
-
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
             topic = request.topic.name
-            validate_topic(topic)
+            self.validate_topic(topic)
             validate_group(request.group.name)
             endpoints = self.endpoints(request.endpoints)
-            out = []
-            for b in self.brokers_of(topic):
-                tc = b.topic_config_manager.get(topic)
-                assert tc is not None
-                if not tc.perm & PermName.READ or tc.read_queue_nums <= 0:
-                    continue
-                cfg = b.subscription_group_manager.find(request.group.name)
-                fifo = bool(getattr(cfg, "consume_message_orderly", False))
-                broker = v2.Broker(name=b.config.broker_name, id=0, endpoints=endpoints)
-                for qid in range(tc.read_queue_nums) if fifo else (-1,):
-                    mq = v2.MessageQueue(id=qid, permission=permission(tc.perm), broker=broker)
-                    mq.topic.CopyFrom(request.topic)
-                    out.append(v2.Assignment(message_queue=mq))
+            out = routes.assignments(self.brokers_of(topic), request.topic, request.group.name, endpoints)
             if not out:
                 return v2.QueryAssignmentResponse(status=cv.status(C.FORBIDDEN, "no readable queue"))
             return v2.QueryAssignmentResponse(status=named(C.OK), assignments=out)
@@ -219,7 +156,7 @@ class MessagingService:
             if not len(messages):
                 raise Failure(C.MESSAGE_CORRUPTED, "no message to send")
             topic = messages[0].topic.name
-            validate_topic(topic)
+            self.validate_topic(topic)
             now = int(time.time() * 1000)
             for m in messages:
                 if m.topic != messages[0].topic:
@@ -234,10 +171,8 @@ class MessagingService:
             if b_any is not None and b_any.config.enable_topic_message_type_check:
                 tc = owners[0].topic_config_manager.get(topic) if owners else None
                 check_message_type(topic_message_type(tc), props[0])
-            b = self.brokers_of(topic)[0]
-            tc = b.topic_config_manager.get(topic)
-            assert tc is not None
-            queues = max(1, tc.write_queue_nums)
+            b, tc = routes.writable(self.brokers_of(topic), topic)
+            queues = tc.write_queue_nums
             group = messages[0].system_properties.message_group if len(messages) == 1 else ""
             queue_id = fifo_queue(group, queues) if group else next(self._round_robin) % queues
             results = [self._store(b, topic, m, p, queue_id, peer) for m, p in zip(messages, props)]
@@ -282,7 +217,7 @@ class MessagingService:
         proxy's producer group) and the transaction id (the message id); used once."""
         try:
             self.session(context)
-            validate_topic(request.topic.name)
+            self.validate_topic(request.topic.name)
             data = self.transactions.pop((request.topic.name, request.transaction_id), None)
             if data is None:
                 raise Failure(C.INTERNAL_SERVER_ERROR, NO_TRANSACTION_DATA)
@@ -343,7 +278,7 @@ class MessagingService:
             poll = max(0, int(remaining * 1000) - 1000)  # answer before the client's deadline
         topic = request.message_queue.topic.name
         group = request.group.name
-        validate_topic(topic)
+        self.validate_topic(topic)
         validate_group(group)
         b = next((x for x in self.brokers() if x.config.broker_name == request.message_queue.broker.name), None) \
             or next(iter(self.brokers()))
@@ -379,7 +314,7 @@ class MessagingService:
     async def AckMessage(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
-            validate_topic(request.topic.name)
+            self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             if not len(request.entries):
                 raise Failure(C.INTERNAL_SERVER_ERROR, "ack message result is empty")
@@ -402,7 +337,7 @@ class MessagingService:
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         try:
             self.session(context)
-            validate_topic(request.topic.name)
+            self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             invisible = cv.duration_ms(request.invisible_duration)
             validate_invisible_time(invisible)
@@ -417,100 +352,13 @@ class MessagingService:
         """The proxy answers with the broker's response code and remark: "0" on success."""
         try:
             self.session(context)
-            validate_topic(request.topic.name)
+            self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             _, b = self._handle(request.receipt_handle)
             b.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
             return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status(C.OK, "0"))
         except Exception as exc:  # noqa: BLE001
             return v2.ForwardMessageToDeadLetterQueueResponse(status=_status_of(exc))
-
-    # -- telemetry ----------------------------------------------------------------------------------
-    async def Telemetry(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-        try:
-            s = self.session(context)
-        except Failure as exc:
-            yield v2.TelemetryCommand(status=cv.status(exc.code, exc.message))
-            return
-        outbox: asyncio.Queue[Any] = asyncio.Queue()
-        s.outbox = outbox
-
-        async def read() -> None:
-            try:
-                async for command in request_iterator:
-                    if command is None:  # malformed: nothing to answer on this stream
-                        continue
-                    if command.HasField("settings"):
-                        outbox.put_nowait(v2.TelemetryCommand(status=cv.status(),
-                                                              settings=self.settings(s, command.settings)))
-            except Exception as exc:  # noqa: BLE001 - the stream ended or broke
-                log.debug("telemetry of %s ended: %s", s.client_id, exc)
-            outbox.put_nowait(None)
-
-        reader = asyncio.ensure_future(read())
-        try:
-            while True:
-                item = await outbox.get()
-                if item is None:
-                    return
-                yield item
-        finally:
-            reader.cancel()
-            if s.outbox is outbox:
-                s.outbox = None
-
-    def settings(self, s: ClientSession, given: Any) -> Any:
-        """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
-        out = v2.Settings()
-        out.CopyFrom(given)
-        b = next(iter(self.brokers()), None)
-        s.has_settings = True
-        if given.HasField("client_type"):
-            s.client_type = given.client_type
-        if given.WhichOneof("pub_sub") == "publishing":
-            s.topics = {t.name for t in given.publishing.topics}
-            policy = out.backoff_policy
-            policy.Clear()
-            policy.max_attempts = 3
-            policy.exponential_backoff.initial.CopyFrom(cv.duration(10))
-            policy.exponential_backoff.max.CopyFrom(cv.duration(1000))
-            policy.exponential_backoff.multiplier = 2.0
-            out.publishing.max_body_size = b.config.store.max_message_size if b is not None else 4 * 1024 * 1024
-            out.publishing.validate_message_type = True
-        elif given.WhichOneof("pub_sub") == "subscription":
-            s.group = given.subscription.group.name
-            cfg = b.subscription_group_manager.find(s.group) if b is not None else None
-            policy = out.backoff_policy
-            policy.Clear()
-            policy.max_attempts = (cfg.retry_max_times if cfg is not None else 16) + 1
-            levels = parse_delay_levels(b.config.store.message_delay_level) if b is not None else [1000]
-            policy.customized_backoff.next.extend(cv.duration(ms) for ms in levels)
-            out.subscription.fifo = bool(getattr(cfg, "consume_message_orderly", False))
-            out.subscription.receive_batch_size = 32
-            out.subscription.long_polling_timeout.CopyFrom(cv.duration(DEFAULT_LONG_POLLING_MS))
-        out.metric.SetInParent()  # the proxy sends an empty Metric: off, no endpoints
-        return out
-
-    def check_transaction(self, half: Any) -> bool:
-        """A half message's check-back to a 5.x producer of its topic (RecoverOrphanedTransactionCommand); False
-        when none has a Telemetry stream open."""
-        if half.properties.get(PROPERTY_PRODUCER_GROUP) != GRPC_PRODUCER_GROUP:
-            return False
-        for s in self.sessions.values():
-            if s.outbox is not None and half.topic in s.topics:
-                command = v2.TelemetryCommand()
-                command.recover_orphaned_transaction_command.message.CopyFrom(cv.to_v2(half))
-                transaction_id = half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or half.offset_msg_id
-                command.recover_orphaned_transaction_command.transaction_id = transaction_id
-                name = next((b.config.broker_name for b in self.brokers() if b.store is not None), "")
-                for b in self.brokers():
-                    if b.store.look_message_by_offset(half.commit_log_offset) is not None:
-                        name = b.config.broker_name
-                        break
-                self.transactions[(half.topic, transaction_id)] = (name, half.commit_log_offset)
-                s.outbox.put_nowait(command)
-                return True
-        return False
 
 
 def _peer(context: Any) -> tuple[str, int]:

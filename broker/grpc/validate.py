@@ -5,11 +5,11 @@ SendMessageQueueSelector picks for a message group (Guava's consistent hashing o
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.message import java_string_hash
-from rocketmq_emulator.protocol.topics import SYSTEM_TOPICS, TOPIC_MAX_LENGTH
+from rocketmq_emulator.protocol.topics import TOPIC_MAX_LENGTH, is_system_group
 
 C = v2.Code
 _NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -43,12 +43,9 @@ class Failure(Exception):
         self.message = message
 
 
-def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")
-
-
-def validate_topic(topic: str) -> None:
-    """GrpcValidator.validateTopic (Validators.checkTopic's texts)."""
+def validate_topic(topic: str, is_system_topic: Callable[[str], bool]) -> None:
+    """GrpcValidator.validateTopic (Validators.checkTopic's texts); `is_system_topic`: TopicValidator.isSystemTopic
+    as the brokers behind the endpoint have it (MessagingService.is_system_topic)."""
     if not topic.strip():
         raise Failure(C.ILLEGAL_TOPIC, "The specified topic is blank")
     if len(topic) > TOPIC_MAX_LENGTH:
@@ -69,7 +66,7 @@ def validate_group(group: str) -> None:
     if not _NAME.match(group):
         raise Failure(C.ILLEGAL_CONSUMER_GROUP, f"the specified group[{group}] contains illegal characters, "
                                                 "allowing only ^[%|a-zA-Z0-9_-]+$")
-    if group.startswith("CID_RMQ_SYS_"):
+    if is_system_group(group):
         raise Failure(C.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
 
 

@@ -19,6 +19,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from rocketmq_emulator.protocol.message import java_hash_set_order
 
 from ..config import Compat
+from ..connections import drop_connections
 from ..remarks import NOT_SET_ANY_RESPONSE_CODE
 from ..topic_config import alter_attributes, validate_topic
 from .broker_stats import runtime_info
@@ -32,15 +33,6 @@ log = logging.getLogger("rocketmq_emulator.broker")
 SYSTEM_TOPIC_SET_4_9 = ("TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
                         "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
                         "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT")
-
-
-def drop_connections(b: BrokerContext, keep: RemotingConnection | None = None) -> int:
-    """Close every client connection of the broker's ports but `keep`; how many (clients must reconnect)."""
-    servers = [s for s in (b.server, b.vip_server) if s is not None]
-    others = [c for s in servers for c in s.connections if c is not keep]
-    for c in others:
-        c.close()
-    return len(others)
 
 
 class AdminBrokerProcessor:

@@ -1,0 +1,164 @@
+"""The 5.x clients of the gRPC endpoint as the proxy keeps them (GrpcClientSettingsManager, the Telemetry
+stream): a session per client id, the settings it sent merged with the server's, NotifyClientTermination, and
+the server-to-client commands (a half message's transaction check-back to a producer of its topic).
+MessagingService (messaging.py) is one of these, with the RPCs of messages on top."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterable
+
+from rocketmq_emulator.protocol.grpc_v2 import v2
+from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+from rocketmq_emulator.protocol.topics import parse_delay_levels
+
+from ..broker_context import BrokerContext
+from . import converter as cv
+from .answers import DEFAULT_LONG_POLLING_MS, named
+from .validate import Failure
+
+log = logging.getLogger("rocketmq_emulator.grpc")
+C = v2.Code
+#: the producer group of messages sent through gRPC (5.x producers have none): transaction check-backs go to a
+#: 5.x producer publishing the message's topic
+GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
+
+
+@dataclass(slots=True)
+class ClientSession:
+    client_id: str
+    client_type: int = 0
+    group: str = ""
+    topics: set[str] = field(default_factory=set)
+    #: server-to-client telemetry commands (transaction checks); None while no Telemetry stream is open
+    outbox: asyncio.Queue[Any] | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+    #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
+    #: NotifyClientTermination
+    has_settings: bool = False
+
+
+class ClientSessions:
+    """`brokers()`: the running brokers."""
+
+    def __init__(self, brokers: Callable[[], Iterable[BrokerContext]]) -> None:
+        self.brokers = brokers
+        self.sessions: dict[str, ClientSession] = {}
+        #: the proxy's TransactionService: (topic, transaction id) -> (broker name, commit log offset) of the half
+        self.transactions: dict[tuple[str, str], tuple[str, int]] = {}
+
+    def session(self, context: Any) -> ClientSession:
+        md = dict(context.invocation_metadata() or ())
+        client_id = md.get("x-mq-client-id")
+        if not client_id:
+            raise Failure(C.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        now = time.monotonic()
+        s = self.sessions.get(client_id)
+        if s is None:
+            self._forget_silent(now)
+            s = self.sessions[client_id] = ClientSession(client_id)
+        s.last_seen = now
+        return s
+
+    def _forget_silent(self, now: float) -> None:
+        """Clients gone without NotifyClientTermination (killed): heard of nothing for 2 minutes (they heartbeat
+        every 10 s) and no Telemetry stream open."""
+        for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > 120]:
+            del self.sessions[client_id]
+
+    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+        md = dict(context.invocation_metadata() or ())
+        s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
+        if s is not None and s.outbox is not None:
+            s.outbox.put_nowait(None)
+        return v2.NotifyClientTerminationResponse(status=named(C.OK))
+
+    # -- telemetry ----------------------------------------------------------------------------------
+    async def Telemetry(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        try:
+            s = self.session(context)
+        except Failure as exc:
+            yield v2.TelemetryCommand(status=cv.status(exc.code, exc.message))
+            return
+        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        s.outbox = outbox
+
+        async def read() -> None:
+            try:
+                async for command in request_iterator:
+                    if command is None:  # malformed: nothing to answer on this stream
+                        continue
+                    if command.HasField("settings"):
+                        outbox.put_nowait(v2.TelemetryCommand(status=cv.status(),
+                                                              settings=self.settings(s, command.settings)))
+            except Exception as exc:  # noqa: BLE001 - the stream ended or broke
+                log.debug("telemetry of %s ended: %s", s.client_id, exc)
+            outbox.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while True:
+                item = await outbox.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            reader.cancel()
+            if s.outbox is outbox:
+                s.outbox = None
+
+    def settings(self, s: ClientSession, given: Any) -> Any:
+        """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
+        out = v2.Settings()
+        out.CopyFrom(given)
+        b = next(iter(self.brokers()), None)
+        s.has_settings = True
+        if given.HasField("client_type"):
+            s.client_type = given.client_type
+        if given.WhichOneof("pub_sub") == "publishing":
+            s.topics = {t.name for t in given.publishing.topics}
+            policy = out.backoff_policy
+            policy.Clear()
+            policy.max_attempts = 3
+            policy.exponential_backoff.initial.CopyFrom(cv.duration(10))
+            policy.exponential_backoff.max.CopyFrom(cv.duration(1000))
+            policy.exponential_backoff.multiplier = 2.0
+            out.publishing.max_body_size = b.config.store.max_message_size if b is not None else 4 * 1024 * 1024
+            out.publishing.validate_message_type = True
+        elif given.WhichOneof("pub_sub") == "subscription":
+            s.group = given.subscription.group.name
+            cfg = b.subscription_group_manager.find(s.group) if b is not None else None
+            policy = out.backoff_policy
+            policy.Clear()
+            policy.max_attempts = (cfg.retry_max_times if cfg is not None else 16) + 1
+            levels = parse_delay_levels(b.config.store.message_delay_level) if b is not None else [1000]
+            policy.customized_backoff.next.extend(cv.duration(ms) for ms in levels)
+            out.subscription.fifo = bool(getattr(cfg, "consume_message_orderly", False))
+            out.subscription.receive_batch_size = 32
+            out.subscription.long_polling_timeout.CopyFrom(cv.duration(DEFAULT_LONG_POLLING_MS))
+        out.metric.SetInParent()  # the proxy sends an empty Metric: off, no endpoints
+        return out
+
+    def check_transaction(self, half: Any) -> bool:
+        """A half message's check-back to a 5.x producer of its topic (RecoverOrphanedTransactionCommand); False
+        when none has a Telemetry stream open."""
+        if half.properties.get(PROPERTY_PRODUCER_GROUP) != GRPC_PRODUCER_GROUP:
+            return False
+        for s in self.sessions.values():
+            if s.outbox is not None and half.topic in s.topics:
+                command = v2.TelemetryCommand()
+                command.recover_orphaned_transaction_command.message.CopyFrom(cv.to_v2(half))
+                transaction_id = half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or half.offset_msg_id
+                command.recover_orphaned_transaction_command.transaction_id = transaction_id
+                name = next((b.config.broker_name for b in self.brokers() if b.store is not None), "")
+                for b in self.brokers():
+                    if b.store.look_message_by_offset(half.commit_log_offset) is not None:
+                        name = b.config.broker_name
+                        break
+                self.transactions[(half.topic, transaction_id)] = (name, half.commit_log_offset)
+                s.outbox.put_nowait(command)
+                return True
+        return False
