@@ -18,7 +18,7 @@ from rocketmq_emulator.protocol.headers import (ConsumerSendMsgBackRequestHeader
                                                 UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader)
 
 from .config import LANGUAGE, ClientConfig
-from .errors import response_error
+from .errors import BrokerResponseError, response_error
 from .remoting import RemotingClient
 
 _OK = (ResponseCode.SUCCESS,)
@@ -132,6 +132,17 @@ class BrokerAPI:
                                                max_reconsume_times=max_reconsume_times).to_ext()
         await self.call(addr, RequestCode.CONSUMER_SEND_MSG_BACK, ext,
                         operation=f"send back of message {origin_msg_id} for group {group!r}")
+
+
+async def committed_offset(api: BrokerAPI, addr: str, group: str, mq: MessageQueue) -> int:
+    """`query_consumer_offset`, with -1 when the broker has no offset of the group (QUERY_NOT_FOUND): what
+    the consumers' `committed(mq)` answer."""
+    try:
+        return await api.query_consumer_offset(addr, group, mq)
+    except BrokerResponseError as exc:
+        if exc.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        raise
 
 
 def _q(mq: MessageQueue) -> str:

@@ -18,7 +18,6 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
-from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MAX_RECONSUME_TIMES,
                                                 PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RECONSUME_TIME,
                                                 PROPERTY_RETRY_TOPIC, encode_properties)
@@ -26,9 +25,10 @@ from rocketmq_emulator.protocol.topics import retry_topic
 
 from .consumer_context import ConsumerContext
 from .errors import ClientError
-from .instance import request
+from .instance import CLIENT_INNER_PRODUCER
 from .message import ReceivedMessage
 from .process_queue import ProcessQueue
+from .send_api import send_to_queue
 
 log = logging.getLogger("rocketmq_emulator.client.consume")
 
@@ -98,7 +98,8 @@ async def send_message_back(ctx: ConsumerContext, msg: ReceivedMessage, delay_le
 
 
 async def resend_to_retry_topic(ctx: ConsumerContext, msg: ReceivedMessage, max_times: int) -> None:
-    from .producer import send_header  # producer imports this package's instance module too
+    """Java `sendMessageBack`'s fallback: the message, as the inner producer sends it, to `%RETRY%<group>`
+    (the broker moves it to the DLQ when its reconsume times are over the max)."""
     instance = ctx.instance
     retry = retry_topic(ctx.group)
     props = dict(msg.properties)
@@ -110,14 +111,9 @@ async def resend_to_retry_topic(ctx: ConsumerContext, msg: ReceivedMessage, max_
     info = await instance.publish_info(retry)
     mq = info.queues[msg.queue_offset % len(info.queues)]
     addr = await instance.find_master(mq.broker_name, retry)
-    ext = send_header("CLIENT_INNER_PRODUCER", mq, encode_properties(props), 0, msg.flag,
-                      reconsume_times=msg.reconsume_times + 1, max_reconsume_times=max_times)
-    response = await instance.remoting.invoke(addr, request(RequestCode.SEND_MESSAGE_V2, ext, msg.body),
-                                              instance.config.request_timeout)
-    if response.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
-                             ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
-        from .errors import response_error
-        raise response_error(response.code, response.remark, operation=f"re-send to {retry}", addr=addr)
+    await send_to_queue(instance, addr, mq, CLIENT_INNER_PRODUCER, msg.body, encode_properties(props), msg.msg_id,
+                        instance.config.request_timeout, flag=msg.flag, reconsume_times=msg.reconsume_times + 1,
+                        max_reconsume_times=max_times)
 
 
 @runtime_checkable

@@ -5,7 +5,8 @@ kept durably. `RemoteBrokerOffsetStore` (clustering) keeps it on the queue's bro
 Operations, as in Java's `OffsetStore`: `load`, `update_offset` (increase-only or not), `read_offset`
 (`ReadOffsetType`), `persist_all`, `persist`, `remove_offset`, `clone_offset_table`,
 `update_consume_offset_to_broker`. Read results: the offset (>= 0), -1 "no offset stored", -2 "could not
-ask" (broker unreachable or timed out).
+ask" (broker unreachable or timed out). `stored_offset` reads the durable offset without touching memory and
+raises what goes wrong (`PushConsumer.committed`).
 
 Unlike Java 4.9.x, `LocalFileOffsetStore.persist(mq)` writes the file (seed 000 fix 2), merging with the
 entries already in it (as 4.9.8 does), so a reset or an offset correction is durable at once.
@@ -21,12 +22,13 @@ import os
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generator, Iterable
 
 from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
 
+from .api import committed_offset
 from .errors import BrokerResponseError, ClientError
 
 if TYPE_CHECKING:
@@ -74,6 +76,10 @@ class OffsetStore(ABC):
     @abstractmethod
     async def _read_from_store(self, mq: MessageQueue) -> int: ...
 
+    async def stored_offset(self, mq: MessageQueue) -> int:
+        """The offset the durable store holds for `mq` (-1: none), memory left alone."""
+        return await self._read_from_store(mq)
+
     @abstractmethod
     async def persist_all(self, mqs: Iterable[MessageQueue], *, wait: bool = False) -> None:
         """Make the offsets of `mqs` durable; `wait`: until the broker confirmed (remote store)."""
@@ -98,10 +104,14 @@ class RemoteBrokerOffsetStore(OffsetStore):
         super().__init__(group)
         self.instance = instance
 
+    async def stored_offset(self, mq: MessageQueue) -> int:
+        """The broker's offset of the group (-1: none); other answers and lost connections are raised."""
+        addr = await self.instance.find_master(mq.broker_name, mq.topic)
+        return await committed_offset(self.instance.api, addr, self.group, mq)
+
     async def _read_from_store(self, mq: MessageQueue) -> int:
         try:
-            addr = await self.instance.find_master(mq.broker_name, mq.topic)
-            return await self.instance.api.query_consumer_offset(addr, self.group, mq)
+            return await self.stored_offset(mq)
         except BrokerResponseError:
             return -1  # 4.9.x: any error code means "no offset" (QUERY_NOT_FOUND or worse)
         except ClientError as exc:
@@ -128,6 +138,23 @@ class RemoteBrokerOffsetStore(OffsetStore):
         offset = self.offset_table.get(mq)
         if offset is not None:
             await self.update_consume_offset_to_broker(mq, offset, oneway=True)
+
+
+class CommittedOffset(int):
+    """What `PushConsumer.committed(mq)` returns. Awaited, the group's committed offset of the queue: the one
+    its store holds (the broker's in clustering mode, the offsets file's in broadcasting mode), -1 if none, as
+    `await PullConsumer.committed(mq)`. Used as an int without `await` (deprecated: the method used to be
+    synchronous), the in-memory offset, `PushConsumer.consumed_offset(mq)`."""
+
+    _read: Callable[[], Coroutine[Any, Any, int]]
+
+    def __new__(cls, in_memory: int, read: Callable[[], Coroutine[Any, Any, int]]) -> CommittedOffset:
+        self = super().__new__(cls, in_memory)
+        self._read = read
+        return self
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return self._read().__await__()
 
 
 _CPP_ENTRY = re.compile(rb"(\d+) (?=\{)")

@@ -9,72 +9,32 @@ sharding key or an explicit queue is retried on that same queue only.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import random
 import time
 import zlib
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_TRANSACTION_PREPARED, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
                                                 BatchItem, MessageExt, encode_batch, encode_properties,
                                                 java_string_hash)
-from rocketmq_emulator.protocol.topics import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 
 from .lifecycle import InstanceUser
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
-from .errors import (RETRIABLE_SEND_CODES, BrokerUnreachableError, ClientStateError, InvalidArgumentError,
-                     RequestTimeoutError, response_error)
-from .instance import ClientInstance, request
+from .errors import (RETRIABLE_SEND_CODES, BrokerResponseError, BrokerUnreachableError, ClientStateError,
+                     InvalidArgumentError, RequestTimeoutError)
+from .instance import ClientInstance
 from .message import Message, ReceivedMessage, encode_batch_columns, new_unique_id
 from .request_reply import create_reply_message, is_reply, send_request
 from .route import TopicPublishInfo
+from .send_api import SendResult, SendStatus, send_header, send_to_queue
 
 __all__ = ["Producer", "SendResult", "SendStatus", "select_queue_by_hash"]
 
 _PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)  # a plain int (IntFlag arithmetic is slow)
-_SEND_OK_CODES: dict[int, str] = {
-    ResponseCode.SUCCESS: "SEND_OK", ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT", ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
-
-
-class SendStatus(enum.Enum):
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """`msg_id` is the client id (UNIQ_KEY) the consumers see; `offset_msg_id` the broker's id (host + commitlog
-    offset). For a batch both are comma-joined lists and `queue_offset` is the first message's offset."""
-
-    status: SendStatus
-    msg_id: str
-    offset_msg_id: str
-    queue: MessageQueue
-    queue_offset: int
-    region_id: str = "DefaultRegion"
-    trace_on: bool = True
-    transaction_id: str | None = None
-
-    @property
-    def topic(self) -> str:
-        return self.queue.topic
-
-    @property
-    def broker_name(self) -> str:
-        return self.queue.broker_name
-
-    @property
-    def queue_id(self) -> int:
-        return self.queue.queue_id
 
 
 def select_queue_by_hash(queues: list[MessageQueue], key: Any) -> MessageQueue:
@@ -240,7 +200,7 @@ class Producer(InstanceUser):
         info = await self.instance.publish_info(topic)
         mq = self._choose(info, None, sharding_key, queue)
         addr = await self.instance.find_master(mq.broker_name, topic)
-        ext = self._header(mq, info, encode_properties(msg.properties), sys_flag, msg.flag, batch=False)
+        ext = send_header(self.group, mq, encode_properties(msg.properties), sys_flag, msg.flag)
         await self.instance.api.oneway(addr, RequestCode.SEND_MESSAGE_V2, ext, payload)
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
@@ -282,10 +242,6 @@ class Producer(InstanceUser):
                     return mq
         return queues[next(counter) % n]
 
-    def _header(self, mq: MessageQueue, info: TopicPublishInfo, properties: str, sys_flag: int, flag: int, *,
-                batch: bool, born_timestamp: int | None = None) -> dict[str, str]:
-        return send_header(self.group, mq, properties, sys_flag, flag, batch=batch, born_timestamp=born_timestamp)
-
     async def _send(self, topic: str, body: bytes, properties: str, sys_flag: int, flag: int, uniq: str, *,
                     batch: bool, sharding_key: Any, queue: MessageQueue | int | None,
                     timeout: float | None, born_timestamp: int | None = None, code: int | None = None,
@@ -308,49 +264,26 @@ class Producer(InstanceUser):
             tried += 1
             try:
                 addr = await instance.find_master(mq.broker_name, topic)
-                cmd = request(code, self._header(mq, info, properties, sys_flag, flag, batch=batch,
-                                                 born_timestamp=born_timestamp), body)
-                response = await instance.remoting.invoke(addr, cmd, left)
+                result = await send_to_queue(instance, addr, mq, self.group, body, properties, uniq, left, code=code,
+                                             sys_flag=sys_flag, flag=flag, batch=batch, born_timestamp=born_timestamp)
             except (BrokerUnreachableError, RequestTimeoutError) as exc:
                 last_exc = exc
                 avoid = mq.broker_name
                 instance.refresh_route_soon(topic)
                 continue
-            status = _SEND_OK_CODES.get(response.code)
-            if status is not None:
-                if info.from_default_topic:
-                    instance.refresh_route_soon(topic)
-                return _result(response.ext_fields or {}, SendStatus(status), uniq, mq)
-            error = response_error(response.code, response.remark, operation=f"send to {topic!r}", addr=addr)
-            if response.code not in RETRIABLE_SEND_CODES:
-                raise error
-            last_exc = error
-            avoid = mq.broker_name
-            if response.code == ResponseCode.TOPIC_NOT_EXIST:
-                instance.publish.pop(topic, None)
+            except BrokerResponseError as exc:
+                if exc.code not in RETRIABLE_SEND_CODES:
+                    raise
+                last_exc = exc
+                avoid = mq.broker_name
+                if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+                    instance.publish.pop(topic, None)
+                continue
+            if info.from_default_topic:
+                instance.refresh_route_soon(topic)
+            return result
         if last_exc is None:
             last_exc = RequestTimeoutError(topic, f"send to topic {topic!r}", budget)
         last_exc.add_note(f"the send to topic {topic!r} was tried {tried} time(s) within {budget:g} s")
         raise last_exc
-
-
-def send_header(group: str, mq: MessageQueue, properties: str, sys_flag: int = 0, flag: int = 0, *,
-                batch: bool = False, reconsume_times: int = 0, max_reconsume_times: int | None = None,
-                born_timestamp: int | None = None) -> dict[str, str]:
-    """SendMessageRequestHeaderV2 extFields (one-letter names), as a Java 4.9.8 producer fills them, through the
-    header class's fast encoding."""
-    return SendMessageRequestHeaderV2.fast_ext(
-        group, mq.topic, mq.queue_id, properties, sys_flag=sys_flag, flag=flag,
-        born_timestamp=time.time_ns() // 1_000_000 if born_timestamp is None else born_timestamp,
-        reconsume_times=reconsume_times, batch=batch,
-        bname=mq.broker_name, max_reconsume_times=max_reconsume_times, default_topic=AUTO_CREATE_TOPIC_KEY,
-        default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS)
-
-
-def _result(ext: dict[str, str], status: SendStatus, uniq: str, mq: MessageQueue) -> SendResult:
-    h = SendMessageResponseHeader.from_ext(ext)
-    if h.queue_id != mq.queue_id:
-        mq = MessageQueue(mq.topic, mq.broker_name, h.queue_id)
-    return SendResult(status, uniq, h.msg_id, mq, h.queue_offset, ext.get("MSG_REGION", "DefaultRegion"),
-                      ext.get("TRACE_ON", "true") != "false", h.transaction_id)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import time
 
-from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, MessageQueue
 
 from .lifecycle import InstanceUser
 from . import route as routing
 from .config import ClientConfig, build_client_id, validate_name, validate_topic
+from .api import committed_offset
 from .consumer_requests import PullConsumerRequests
-from .errors import BrokerResponseError, ClientStateError
+from .errors import ClientStateError
 from .instance import ClientInstance
 from .pull_api import PullAPI, PullResult
 from .subscription import build_subscription
@@ -152,13 +152,9 @@ class PullConsumer(InstanceUser):
         await self.instance.api.update_consumer_offset(await self._addr(mq), self.group, mq, offset)
 
     async def committed(self, mq: MessageQueue) -> int:
-        """The group's offset of `mq` on its broker; -1 when it has none."""
-        try:
-            return await self.instance.api.query_consumer_offset(await self._addr(mq), self.group, mq)
-        except BrokerResponseError as exc:
-            if exc.code == ResponseCode.QUERY_NOT_FOUND:
-                return -1
-            raise
+        """The group's offset of `mq` on its broker (what the last `commit` stored); -1 when it has none. The
+        read position is `position(mq)`."""
+        return await committed_offset(self.instance.api, await self._addr(mq), self.group, mq)
 
     # -- what the instance asks -------------------------------------------------------------------------
     def consumer_data(self) -> ConsumerData:

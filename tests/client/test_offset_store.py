@@ -14,7 +14,7 @@ from rocketmq_emulator.client.offset_store import (LocalFileOffsetStore, ReadOff
 from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
-Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
+Q0, Q1, Q2, Q3 = (MessageQueue("T", "broker-a", i) for i in range(4))
 
 
 def test_update_increase_only_or_not(tmp_path):
@@ -97,6 +97,20 @@ async def test_remote_read_maps_answers():
     assert store.offset_table == {Q0: 12}
     assert await store.read_offset(Q1, ReadOffsetType.READ_FROM_STORE) == -1  # any error code: no offset
     assert await store.read_offset(Q2, ReadOffsetType.READ_FROM_STORE) == -2  # could not ask: skip the queue
+
+
+async def test_remote_stored_offset_raises_what_read_offset_maps():
+    inst = FakeInstance()
+    store = RemoteBrokerOffsetStore(inst, "g")  # type: ignore[arg-type]
+    store.update_offset(Q0, 20, False)
+    inst.api.answers = {Q0: 12, Q1: BrokerResponseError(22, "Not found"), Q2: BrokerResponseError(1, "broken"),
+                        Q3: BrokerUnreachableError("127.0.0.1:10911", "connection refused")}
+    assert await store.stored_offset(Q0) == 12 and store.offset_table == {Q0: 20}  # memory left alone
+    assert await store.stored_offset(Q1) == -1  # QUERY_NOT_FOUND: no offset
+    with pytest.raises(BrokerResponseError, match="broken"):
+        await store.stored_offset(Q2)
+    with pytest.raises(BrokerUnreachableError):
+        await store.stored_offset(Q3)
 
 
 async def test_remote_persist_all_sends_owned_and_forgets_the_rest():
