@@ -22,7 +22,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generator, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from rocketmq_emulator.protocol.admin_bodies import OffsetSerializeWrapper
 from rocketmq_emulator.protocol.bodies import MessageQueue
@@ -138,23 +138,6 @@ class RemoteBrokerOffsetStore(OffsetStore):
         offset = self.offset_table.get(mq)
         if offset is not None:
             await self.update_consume_offset_to_broker(mq, offset, oneway=True)
-
-
-class CommittedOffset(int):
-    """What `PushConsumer.committed(mq)` returns. Awaited, the group's committed offset of the queue: the one
-    its store holds (the broker's in clustering mode, the offsets file's in broadcasting mode), -1 if none, as
-    `await PullConsumer.committed(mq)`. Used as an int without `await` (deprecated: the method used to be
-    synchronous), the in-memory offset, `PushConsumer.consumed_offset(mq)`."""
-
-    _read: Callable[[], Coroutine[Any, Any, int]]
-
-    def __new__(cls, in_memory: int, read: Callable[[], Coroutine[Any, Any, int]]) -> CommittedOffset:
-        self = super().__new__(cls, in_memory)
-        self._read = read
-        return self
-
-    def __await__(self) -> Generator[Any, None, int]:
-        return self._read().__await__()
 
 
 _CPP_ENTRY = re.compile(rb"(\d+) (?=\{)")

@@ -35,7 +35,7 @@ from .consumer_context import BackgroundTasks, ConsumerContext, FlowSwitch
 from .errors import ClientError, ClientStateError, InvalidArgumentError, NoRouteError
 from .instance import ClientInstance
 from .message import ReceivedMessage, timestamp_ms
-from .offset_store import CommittedOffset, LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_api import PullAPI
 from .pull_service import PullMessageService
@@ -359,15 +359,13 @@ class PushConsumer(InstanceUser):
         """The in-memory offset of `mq` (-1 if none): how far consumption got here, what the next commit sends."""
         return self._ctx.committed(mq) if self._ctx is not None else -1
 
-    def committed(self, mq: MessageQueue) -> CommittedOffset:
-        """`await consumer.committed(mq)`: the group's committed offset of `mq` (the broker's in clustering mode,
-        the offsets file's in broadcasting mode; -1 if none), as `PullConsumer.committed`. Not awaited it is
-        `consumed_offset(mq)`, as this method was before (deprecated)."""
-        async def read() -> int:
-            if self._ctx is None:
-                raise ClientStateError(f"{self._what()} is not started; use `async with` or await start()")
-            return await self._ctx.offset_store.stored_offset(mq)
-        return CommittedOffset(self.consumed_offset(mq), read)
+    async def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of `mq`: the one its store holds (the broker's in clustering mode, the
+        offsets file's in broadcasting mode; -1 if none), as `PullConsumer.committed`. `consumed_offset(mq)` is
+        the offset in memory."""
+        if self._ctx is None:
+            raise ClientStateError(f"{self._what()} is not started; use `async with` or await start()")
+        return await self._ctx.offset_store.stored_offset(mq)
 
     # -- what the instance asks -------------------------------------------------------------------------
     def consumer_data(self) -> ConsumerData:
