@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rocketmq_emulator.protocol.transport import RemotingServer
 
     from .broker2client import Broker2Client
+    from .consume_core import ConsumeCore
     from .pop.service import PopService
     from .runtime_config import BrokerConfiguration
     from .schedule import ScheduleMessageService
@@ -39,6 +40,9 @@ class BrokerContext(BrokerState, Protocol):
 
     @property
     def send_core(self) -> SendMessageCore: ...
+
+    @property
+    def consume_core(self) -> ConsumeCore: ...
 
     @property
     def transactions(self) -> TransactionalMessageService: ...

@@ -10,12 +10,12 @@ the wider `BrokerContext` (broker/broker_context.py), which adds the services th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
     from rocketmq_emulator.store.message_store import MessageStore
-    from rocketmq_emulator.store.results import PutMessageResult
+    from rocketmq_emulator.store.results import GetMessageResult, PutMessageResult
 
     from .broadcast_offset import BroadcastOffsetManager
     from .clock import BrokerClock
@@ -41,6 +41,16 @@ class MessagePutting(Protocol):
     pulls held on its queue."""
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult: ...
+
+
+class MessageReading(Protocol):
+    """The read path as POP sees it (ConsumeCore): where a group starts in a queue, and a counted store read."""
+
+    def start_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int: ...
+
+    def fetch_correcting(self, group: str, topic: str, queue_id: int, offset: int, max_nums: int,
+                         tag_codes: frozenset[int] | None, record_filter: Callable[[bytes], bool] | None
+                         ) -> tuple[GetMessageResult | None, int]: ...
 
 
 class TimerParking(Protocol):
@@ -91,6 +101,9 @@ class BrokerState(Protocol):
 
     @property
     def send_core(self) -> MessagePutting: ...
+
+    @property
+    def consume_core(self) -> MessageReading: ...
 
     @property
     def transactions(self) -> HalfMessages: ...

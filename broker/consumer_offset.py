@@ -193,7 +193,7 @@ class ConsumerOffsetManager:
     def pending_reset(self, topic: str, group: str, queue_id: int) -> int | None:
         return self.reset_offset_table.get(f"{topic}@{group}", {}).get(queue_id)
 
-    def query_then_erase_reset_offset(self, topic: str, group: str, queue_id: int) -> int | None:
+    def take_reset(self, topic: str, group: str, queue_id: int) -> int | None:
         """The pending reset of the queue, if any, which is then applied: the queue stays fenced."""
         key = f"{topic}@{group}"
         pending = self.reset_offset_table.get(key)

@@ -42,6 +42,7 @@ from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
 from .schedule import ScheduleMessageService
 from .timer import TimerMessageService
 from .send_core import SendMessageCore
+from .consume_core import ConsumeCore
 from .filter.consumer_filter import ConsumerFilterManager
 from .stats import BrokerStatsManager
 from .transaction import TransactionalMessageService
@@ -107,6 +108,7 @@ class BrokerController:
         self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
         self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
+        self.consume_core = ConsumeCore(self, self.broker2client.first_pull_since_told)  # the read path of every front
         self.transactions = TransactionalMessageService(self)  # half messages, END_TRANSACTION
         self.transaction_check = TransactionalMessageCheckService(self)  # the check-back, every check interval
         self.pop_service = PopService(self, config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)
@@ -273,16 +275,11 @@ class BrokerController:
             processor(self).register(table)
 
     def _log_recovery(self) -> None:
-        """One line after an abnormal stop (kill -9, crash, power loss): what recovery found and kept."""
         rec = self.store.recovery
-        if rec is None or rec.mode != "abnormal":
-            return
-        kept = sum(cq.max_offset_in_queue - cq.min_offset_in_queue for cq in self.store.consume_queues())
-        log.warning("%s: recovered after an abnormal stop (%s): scanned %d records (%d bytes) from commitlog "
-                    "offset %d, kept %d messages in %d queues (%d re-dispatched), dropped %d bytes of torn tail, "
-                    "in %.0f ms", self.config.broker_name, rec.reason, rec.scanned_records,
-                    rec.commitlog_max_offset - max(rec.scan_start_offset, 0), max(rec.scan_start_offset, 0), kept,
-                    len(self.store.consume_queues()), rec.redispatched, rec.truncated_bytes, rec.duration_ms)
+        if rec is not None and rec.mode == "abnormal":
+            queues = self.store.consume_queues()
+            kept = sum(cq.max_offset_in_queue - cq.min_offset_in_queue for cq in queues)
+            log.warning("%s: %s", self.config.broker_name, rec.summary(kept, len(queues)))
 
     async def __aenter__(self) -> BrokerController:
         await self.start()

@@ -67,6 +67,14 @@ class RecoveryReport:
     truncated_bytes: int = 0
     duration_ms: float = 0.0
 
+    def summary(self, kept_messages: int, queues: int) -> str:
+        """One line after an abnormal stop (kill -9, crash, power loss): what recovery found and kept."""
+        return (f"recovered after an abnormal stop ({self.reason}): scanned {self.scanned_records} records "
+                f"({self.commitlog_max_offset - max(self.scan_start_offset, 0)} bytes) from commitlog offset "
+                f"{max(self.scan_start_offset, 0)}, kept {kept_messages} messages in {queues} queues "
+                f"({self.redispatched} re-dispatched), dropped {self.truncated_bytes} bytes of torn tail, in "
+                f"{self.duration_ms:.0f} ms")
+
 
 def tags_code_of(topic: str, props: dict[str, str], store_ts: int, delay_levels: list[int]) -> int:
     if topic == SCHEDULE_TOPIC:

@@ -358,3 +358,33 @@ def test_code_imports_no_test_module_and_no_conftest():
                     if last.startswith("test_") or last == "conftest" or name.split(".")[0] == "tests":
                         offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert not offenders, offenders
+
+
+#: the broker's fronts: the remoting request handlers, the 5.x gRPC endpoint and the dashboard. Each translates
+#: to the cores below it (the send and consume cores, the POP core, the managers, ...); none imports another
+#: front, so a rule two fronts share lives in a core both import.
+FRONTS = ("broker.handlers", "broker.grpc", "broker.dashboard")
+#: the composition roots that build fronts: the broker (its handlers) and the process (gRPC, dashboard)
+ROOTS = ("broker.controller", "broker.emulator")
+
+
+def _front(module: str) -> str | None:
+    return next((f for f in FRONTS if module == f or module.startswith(f + ".")), None)
+
+
+def test_no_broker_front_imports_another():
+    graph = module_graph(("broker",))
+    offenders = sorted((m, t) for m, targets in graph.items() for t in targets
+                       if _front(m) is not None and _front(t) not in (None, _front(m)))
+    assert not offenders, f"a front imports another front: {offenders}"
+
+
+def test_cores_never_import_fronts_and_only_the_controller_imports_handlers():
+    graph = module_graph(("broker",))
+    offenders = sorted((m, t) for m, targets in graph.items() for t in targets
+                       if _front(m) is None and _front(t) is not None and m not in ROOTS)
+    assert not offenders, f"a core imports a front: {offenders}"
+    handler_users = sorted(m for m, targets in graph.items()
+                           if any(_front(t) == "broker.handlers" for t in targets)
+                           and _front(m) != "broker.handlers" and m != "broker.controller")
+    assert not handler_users, f"handlers imported elsewhere than by the controller: {handler_users}"

@@ -315,3 +315,28 @@ def parse_selector(text: str) -> Any:
     except RecursionError:  # 4.9.8 fails with a StackOverflowError; nobody subscribes with such an expression
         raise SelectorSyntaxError("the expression is nested too deeply",
                                   "java.lang.StackOverflowError") from None
+
+
+_JAVA_SYMBOLS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "==", "and_": "&&", "or_": "||"}
+
+
+def java_text(tree: Any) -> str | None:
+    """A parse tree as 4.9.8's Expression.toString writes it: literals, properties, and comparisons and logic of
+    those; None for the rest (negation, IS NULL, BETWEEN, IN), whose refusals keep the emulator's words."""
+    kind = tree[0]
+    if kind in ("string", "prop"):
+        return str(tree[1])
+    if kind in ("true", "false", "null"):
+        return str(kind).upper()
+    if kind == "long":
+        return str(int(tree[1].rstrip("lL")))
+    if kind == "double":  # Double.toString, for the plain range only
+        v = float(tree[1])
+        return repr(v) if 1e-3 <= abs(v) < 1e7 else None
+    if kind in _JAVA_SYMBOLS:
+        left, right = java_text(tree[1]), java_text(tree[2])
+        if left is None or right is None:
+            return None
+        text = f"({left} {_JAVA_SYMBOLS[kind]} {right})"
+        return f"(NOT {text})" if kind == "ne" else text  # `<>` is created as NOT of `==`
+    return None

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 from rocketmq_emulator.protocol.java_texts import number_format_message
 
-from .selector_parser import SelectorSyntaxError, parse_selector
+from .selector_parser import SelectorSyntaxError, java_text, parse_selector
 
 Value = Any  # str (a property), int (long), float (double), bool, or None (missing / unknown)
 Evaluator = Callable[[Mapping[str, str]], Value]
@@ -119,31 +119,6 @@ def _as_condition(node: _Node) -> _Node:
         return _Node(lambda p: None if fn(p) is None else False, boolean=True)
     raise SQL92Error(f"the expression will not result in a boolean value: {_show(node)}",
                      _java_error("ParseException", "Expression will not result in a boolean value: {}", node))
-
-
-_JAVA_SYMBOLS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "==", "and_": "&&", "or_": "||"}
-
-
-def _java_text(tree: Any) -> str | None:
-    """A parse tree as 4.9.8's Expression.toString writes it: literals, properties, and comparisons and logic of
-    those; None for the rest (negation, IS NULL, BETWEEN, IN), whose refusals keep the emulator's words."""
-    kind = tree[0]
-    if kind in ("string", "prop"):
-        return str(tree[1])
-    if kind in ("true", "false", "null"):
-        return str(kind).upper()
-    if kind == "long":
-        return str(int(tree[1].rstrip("lL")))
-    if kind == "double":  # Double.toString, for the plain range only
-        v = float(tree[1])
-        return repr(v) if 1e-3 <= abs(v) < 1e7 else None
-    if kind in _JAVA_SYMBOLS:
-        left, right = _java_text(tree[1]), _java_text(tree[2])
-        if left is None or right is None:
-            return None
-        text = f"({left} {_JAVA_SYMBOLS[kind]} {right})"
-        return f"(NOT {text})" if kind == "ne" else text  # `<>` is created as NOT of `==`
-    return None
 
 
 def _java_show(node: _Node) -> str | None:
@@ -252,7 +227,7 @@ class _Compiler:
         build: Callable[..., _Node] = getattr(self, tree[0])
         node = build(*tree[1:])
         if node.java is None:
-            node.java = _java_text(tree)
+            node.java = java_text(tree)
         return node
 
     # literals and properties

@@ -293,7 +293,7 @@ class MessagingService(ClientSessions):
             raise Failure(C.INTERNAL_SERVER_ERROR, NO_TOPIC_ON_RECEIVE)
         cfg = self.group_config(b, group)
         try:
-            tags, record_filter = b.pop_service.filters(kind, expression.expression or "*")
+            tags, record_filter = b.consume_core.filters(kind, expression.expression or "*")
         except BrokerError:
             raise Failure(C.INTERNAL_SERVER_ERROR, "org.apache.rocketmq.proxy.common.ProxyException: parse the "
                                                    "consumer's subscription failed") from None

@@ -20,7 +20,6 @@ from rocketmq_emulator.protocol.headers import (GetEarliestMsgStoretimeResponseH
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..config import Compat
-from ..start_offset import young_queue_offset
 
 if TYPE_CHECKING:
     from ..broker_context import BrokerContext
@@ -40,14 +39,12 @@ class ConsumerManageProcessor:
 
     def query_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext(req.ext_fields)
-        offset = self.broker.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
-        if offset >= 0:
-            return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
         # setZeroIfNotFound=false (5.x clients) asks for QUERY_NOT_FOUND; 4.9.8 has no such field
         zero = h.set_zero_if_not_found is not False or self.broker.config.compat is Compat.V4_9
-        start = young_queue_offset(self.broker.config, self.broker.store, h.topic, h.queue_id, zero_if_not_found=zero)
-        if start is not None:
-            return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=start).to_ext())
+        offset = self.broker.consume_core.committed_or_start(h.consumer_group, h.topic, h.queue_id,
+                                                             zero_if_not_found=zero)
+        if offset is not None:
+            return RemotingCommand.response_to(req, ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext())
         return RemotingCommand.response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 

@@ -49,7 +49,7 @@ class PopMessageProcessor:
         if not 0 < h.max_msg_nums <= 32 or h.invisible_time <= 0 or h.poll_time < 0:
             raise BrokerError(ResponseCode.INVALID_PARAMETER, "maxMsgNums must be 1-32, invisibleTime positive and "
                                                               "pollTime not negative")
-        tags, record_filter = pop.filters(h.exp_type, h.exp)
+        tags, record_filter = self.broker.consume_core.filters(h.exp_type, h.exp)
         result = await pop.pop(PopRequest(h.consumer_group, h.topic, h.invisible_time, h.queue_id, h.max_msg_nums,
                                           h.poll_time, h.init_mode, tags, record_filter, bool(h.order)))
         header = PopMessageResponseHeader(pop_time=result.pop_time, invisible_time=result.invisible_ms,

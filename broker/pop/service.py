@@ -28,13 +28,10 @@ from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.message import MessageExt
-from rocketmq_emulator.protocol.pop_headers import INIT_MODE_MIN
 from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, pop_retry_topic
-from rocketmq_emulator.store.results import GetMessageResult, GetMessageStatus
+from rocketmq_emulator.store.results import GetMessageResult
 
 from ..consume_checks import check_consume
-from ..filter.tags import parse_tag_expression
-from ..start_offset import young_queue_offset
 from .checkpoint import CheckpointStore, PopCheckpoint, ReceiptHandle
 from .moves import MessageMoves
 
@@ -42,9 +39,6 @@ if TYPE_CHECKING:
     from ..broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.pop")
-
-_MOVED = frozenset({GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY})
-
 
 @dataclass(frozen=True, slots=True)
 class PopRequest:
@@ -194,45 +188,14 @@ class PopService:
         offset = self.broker.consumer_offset_manager.query_offset(group, topic, queue_id)
         return max(0, self.broker.store.get_max_offset_in_queue(topic, queue_id) - max(offset, 0))
 
-    def start_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int:
-        """The group's offset in a queue: a pending reset, the stored offset, or for a group new to the queue the
-        first message with initMode MIN (and in retry topics), else 0 while the queue is young (start_offset.py:
-        newGroupOffset), else the last message (upstream's "pop last one")."""
-        b = self.broker
-        offsets = b.consumer_offset_manager
-        if b.config.use_server_side_reset_offset:
-            reset = offsets.query_then_erase_reset_offset(topic, group, queue_id)
-            if reset is not None:
-                offsets.commit_offset("pop", group, topic, queue_id, reset)
-                return reset
-        offset = offsets.query_offset(group, topic, queue_id)
-        if offset >= 0:
-            return offset
-        store = b.store
-        if init_mode == INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            offset = store.get_min_offset_in_queue(topic, queue_id)
-        else:
-            young = young_queue_offset(b.config, store, topic, queue_id)
-            offset = young if young is not None else max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
-        offsets.commit_offset("pop", group, topic, queue_id, offset)
-        return offset
-
     def _read(self, req: PopRequest, topic: str, queue_id: int, offset: int, want: int
               ) -> tuple[GetMessageResult | None, int]:
-        store = self.broker.store
-        began = time.perf_counter_ns()
         tags = req.tag_codes if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else None
-        got = store.get_message(req.group, topic, queue_id, offset, want, tags, req.record_filter)
-        if got is not None and got.status in _MOVED:  # an illegal offset: corrected, as a pull would be
-            offset = got.next_begin_offset
-            got = store.get_message(req.group, topic, queue_id, offset, want, tags, req.record_filter)
-        if got is not None and got.messages:
-            self.broker.stats.got(req.group, topic, queue_id, len(got.messages), got.buffer_total_size,
-                                  (time.perf_counter_ns() - began) // 1_000_000)
-        return got, offset
+        return self.broker.consume_core.fetch_correcting(req.group, topic, queue_id, offset, want, tags,
+                                                         req.record_filter)
 
     def _pop_queue(self, req: PopRequest, topic: str, queue_id: int, want: int, now: int, out: PopResult) -> None:
-        offset = self.start_offset(req.group, topic, queue_id, req.init_mode)
+        offset = self.broker.consume_core.start_offset(req.group, topic, queue_id, req.init_mode)
         got, offset = self._read(req, topic, queue_id, offset, want)
         if got is None:
             return
@@ -251,21 +214,6 @@ class PopService:
             self.broker.consumer_offset_manager.commit_offset("pop", req.group, topic, queue_id,
                                                               got.next_begin_offset)
 
-    def filters(self, expression_type: str | None, expression: str | None
-                ) -> tuple[frozenset[int] | None, Callable[[bytes], bool] | None]:
-        """A pop's subscription as (tag codes, SQL92 record filter), as a pull's: TAG by default."""
-        kind = (expression_type or "TAG").upper()
-        if kind == "TAG":
-            return parse_tag_expression(expression), None
-        if kind != "SQL92" or not self.broker.config.enable_property_filter:
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
-                                                         + kind)
-        built = self.broker.consumer_filter_manager.build(expression or "")
-        if isinstance(built, str):
-            raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: "
-                                                                      f"{built}")
-        return None, built
-
     # -- orderly ------------------------------------------------------------------------------------
     def _pop_orderly(self, req: PopRequest, topic: str, queue_id: int, want: int, now: int, out: PopResult) -> None:
         key = (req.group, topic, queue_id)
@@ -274,7 +222,7 @@ class PopService:
             return  # blocked: a pop of this queue is still in flight
         for ck in list(live):  # expired: their messages are delivered again from the group's offset
             self._remove(ck)
-        offset = self.start_offset(req.group, topic, queue_id, req.init_mode)
+        offset = self.broker.consume_core.start_offset(req.group, topic, queue_id, req.init_mode)
         attempts = self._order_attempts.setdefault(key, {})
         max_attempts = self.moves.max_attempts(req.group)
         while True:
