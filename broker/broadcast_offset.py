@@ -133,19 +133,20 @@ class BroadcastOffsetManager:
         entry.offsets[queue_id] = offset
         entry.handed[queue_id] = handed
 
-    def pending_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> int | None:
+    def pending_reset(self, *, group: str, topic: str, queue_id: int, client_id: str) -> int | None:
         pending = self.resets.get((topic, group, queue_id))
         return None if pending is None or client_id in pending.applied else pending.offset
 
-    def take_reset(self, topic: str, group: str, queue_id: int, client_id: str) -> int | None:
+    def take_reset(self, *, group: str, topic: str, queue_id: int, client_id: str) -> int | None:
         pending = self.resets.get((topic, group, queue_id))
         if pending is None or client_id in pending.applied:
             return None
         pending.applied.add(client_id)
         return pending.offset
 
-    def assign_reset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
-        """A reset of the group: every client, and the group's own offset, moves to `offset`."""
+    def assign_reset(self, *, group: str, topic: str, queue_id: int, offset: int, by: str = "admin") -> None:
+        """A reset of the group: every client, and the group's own offset, moves to `offset` (`by` is there for
+        the common interface: the group's offset history names the reset itself)."""
         self.resets[(topic, group, queue_id)] = _PendingReset(offset, self.clock())
         entries = list(self.clients.get((topic, group), {}).values())
         entries += [e for (t, g, _), e in self.archive.items() if t == topic and g == group]

@@ -182,10 +182,10 @@ class Broker2Client:
         if b.config.use_server_side_reset_offset:
             for mq, offset in table.items():
                 if broadcasting:
-                    b.broadcast_offsets.assign_reset(r.topic, r.group, mq.queue_id, offset)
+                    b.broadcast_offsets.assign_reset(group=r.group, topic=r.topic, queue_id=mq.queue_id, offset=offset)
                 elif offset != b.consumer_offset_manager.query_offset(r.group, r.topic, mq.queue_id):
                     # a queue the reset leaves where it is (no force, already behind) keeps going as it was
-                    b.consumer_offset_manager.assign_reset_offset(r.topic, r.group, mq.queue_id, offset)
+                    b.consumer_offset_manager.assign_reset(group=r.group, topic=r.topic, queue_id=mq.queue_id, offset=offset)
             if not channels:  # (a pull may still be held for a client that never registered)
                 b.pull_hold_service.wake_group(r.group, r.topic)
                 log.info("[reset-offset] %s of %s recorded; no client online, applied when the group pulls again",

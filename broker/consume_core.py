@@ -18,7 +18,7 @@ import enum
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageQueue, OffsetMovedEvent
@@ -41,6 +41,17 @@ _S = GetMessageStatus
 _ILLEGAL = frozenset({_S.OFFSET_TOO_SMALL, _S.OFFSET_OVERFLOW_BADLY})
 #: a told client's first pull of a queue since: (group, topic, queue id, client id) -> True once
 FirstPullSinceTold = Callable[[str, str, int, str], bool]
+
+
+class OffsetBook(Protocol):
+    """What the consume core asks of a group's offsets, by the same names for clustering (ConsumerOffsetManager:
+    one reset per queue) and broadcasting (BroadcastOffsetManager: one per client)."""
+
+    def pending_reset(self, *, group: str, topic: str, queue_id: int, client_id: str) -> int | None: ...
+
+    def take_reset(self, *, group: str, topic: str, queue_id: int, client_id: str) -> int | None: ...
+
+    def assign_reset(self, *, group: str, topic: str, queue_id: int, offset: int, by: str = "admin") -> None: ...
 
 
 class Outcome(enum.Enum):
@@ -176,7 +187,7 @@ class ConsumeCore:
         b = self.broker
         offsets = b.consumer_offset_manager
         if b.config.use_server_side_reset_offset:
-            reset = offsets.take_reset(topic, group, queue_id)
+            reset = offsets.take_reset(group=group, topic=topic, queue_id=queue_id)
             if reset is not None:
                 offsets.commit_offset("pop", group, topic, queue_id, reset)
                 return reset
@@ -193,14 +204,15 @@ class ConsumeCore:
         return offset
 
     # -- resets and moves ---------------------------------------------------------------------------
+    def _book(self, r: ReadRequest) -> OffsetBook:
+        """The offsets a reset of the group is kept in: the group's (clustering) or each client's (broadcasting)."""
+        return self.broker.broadcast_offsets if r.broadcasting else self.broker.consumer_offset_manager
+
     def _pending_reset(self, r: ReadRequest) -> int | None:
         """The offset a pending server-side reset moves this client's pulls of the queue to, or None."""
-        b = self.broker
-        if not b.config.use_server_side_reset_offset:
+        if not self.broker.config.use_server_side_reset_offset:
             return None
-        if r.broadcasting:
-            return b.broadcast_offsets.pending_reset(r.topic, r.group, r.queue_id, r.client_id)
-        return b.consumer_offset_manager.pending_reset(r.topic, r.group, r.queue_id)
+        return self._book(r).pending_reset(group=r.group, topic=r.topic, queue_id=r.queue_id, client_id=r.client_id)
 
     def _override(self, r: ReadRequest, reset_pending: bool) -> int | None:
         """Where this pull must go instead of its offset: the pending server-side reset (taken now: a pull from
@@ -209,10 +221,7 @@ class ConsumeCore:
         b = self.broker
         target = None
         if reset_pending:
-            if r.broadcasting:
-                target = b.broadcast_offsets.take_reset(r.topic, r.group, r.queue_id, r.client_id)
-            else:
-                target = b.consumer_offset_manager.take_reset(r.topic, r.group, r.queue_id)
+            target = self._book(r).take_reset(group=r.group, topic=r.topic, queue_id=r.queue_id, client_id=r.client_id)
         if target is None and r.broadcasting and b.config.enable_broadcast_offset_store:
             target = b.broadcast_offsets.init_offset(r.topic, r.group, r.queue_id, r.client_id, r.session, r.offset,
                                                      b.store.get_max_offset_in_queue(r.topic, r.queue_id))

@@ -14,7 +14,7 @@ and must survive a crash too. A file copied from a real broker (no journal yet) 
 Three tables, as RocketMQ 5.x's `ConsumerOffsetManager`:
 
 * the committed offsets (4.9.x semantics: a commit overwrites, also backwards);
-* pending resets (`assign_reset_offset`): a reset the broker applies at the group's next pull of the queue
+* pending resets (`assign_reset`): a reset the broker applies at the group's next pull of the queue
   (server-side reset). While one is pending, commits of that queue are ignored: a pull held or in flight when
   the reset was made carries the old offset and must not undo it (upstream issue #4206). Once applied, the
   queue is *fenced*: a commit below the reset or beyond what the broker has handed out since is a stale
@@ -181,7 +181,7 @@ class ConsumerOffsetManager:
         return True
 
     # -- server-side reset --------------------------------------------------------------------------
-    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int, by: str = "admin") -> None:
+    def assign_reset(self, *, group: str, topic: str, queue_id: int, offset: int, by: str = "admin") -> None:
         """Record a reset: it is the committed offset now, and the group's next pull of the queue is moved to it."""
         key = f"{topic}@{group}"
         self.history.add(group, topic, queue_id, offset, "reset", by, self.query_offset(group, topic, queue_id))
@@ -190,10 +190,11 @@ class ConsumerOffsetManager:
         self.pull_offset_table.setdefault(key, {})[queue_id] = offset
         self._record(key, queue_id, offset)
 
-    def pending_reset(self, topic: str, group: str, queue_id: int) -> int | None:
+    def pending_reset(self, *, group: str, topic: str, queue_id: int, client_id: str = "") -> int | None:
+        """The pending reset of the queue (the same for every client of a clustering group), or None."""
         return self.reset_offset_table.get(f"{topic}@{group}", {}).get(queue_id)
 
-    def take_reset(self, topic: str, group: str, queue_id: int) -> int | None:
+    def take_reset(self, *, group: str, topic: str, queue_id: int, client_id: str = "") -> int | None:
         """The pending reset of the queue, if any, which is then applied: the queue stays fenced."""
         key = f"{topic}@{group}"
         pending = self.reset_offset_table.get(key)

@@ -91,8 +91,8 @@ def test_shutdown_records_the_latest_positions_without_expiring_anyone(tmp_path)
 def test_a_reset_moves_a_returning_clients_position(tmp_path):
     m, clock, offsets = manager(tmp_path)
     m.update_offset(T, G, 0, C, 1, 3, 5)
-    m.assign_reset(T, G, 0, 1)
-    assert m.take_reset(T, G, 0, C) == 1
+    m.assign_reset(group=G, topic=T, queue_id=0, offset=1)
+    assert m.take_reset(group=G, topic=T, queue_id=0, client_id=C) == 1
     assert m.init_offset(T, G, 0, C, 2, 5, 5) == 1  # not "where its last pull ended": that was before the reset
 
 

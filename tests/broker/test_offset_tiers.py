@@ -89,7 +89,7 @@ async def test_a_reset_after_the_last_file_write_survives_a_crash(tmp_path):
     m = started(tmp_path)
     m.commit_offset("c", "g", "T", 0, 500)
     await write_file(m)  # the file holds 500
-    m.assign_reset_offset("T", "g", 0, 20)  # a reset moves the offset back: smaller, but newer
+    m.assign_reset(group="g", topic="T", queue_id=0, offset=20)  # a reset moves the offset back: smaller, but newer
     await crash(m)
     m2 = started(tmp_path)
     assert m2.query_offset("g", "T", 0) == 20  # the larger stale value in the file must not undo the reset

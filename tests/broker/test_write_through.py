@@ -15,7 +15,7 @@ def _table(offsets: ConsumerOffsetManager) -> DispatchTable:
     table = DispatchTable("test")
 
     def reset(req, conn):  # type: ignore[no-untyped-def]
-        offsets.assign_reset_offset("T", "g", 0, 3)
+        offsets.assign_reset(group="g", topic="T", queue_id=0, offset=3)
         return RemotingCommand.response_to(req)
 
     def refused_after_a_write(req, conn):  # type: ignore[no-untyped-def]
