@@ -293,9 +293,13 @@ LIVE_HOOKS: dict[str, Callable[[BrokerState], None]] = {
 
 
 def registered_perm(config: BrokerConfig, perm: int) -> int:
-    """A topic's perm as the broker registers it: the broker's own permission when that lacks read or write."""
+    """A topic's perm as the broker registers it (the name server's routes, and the gRPC front's): when the broker's
+    own permission lacks read or write, 5.x registers the topic's perm AND the broker's, 4.9.8 the broker's in
+    place of the topic's (so a write-only topic on a read-only broker is readable there)."""
     bp = config.broker_permission
-    return bp if not (bp & PermName.READ and bp & PermName.WRITE) else perm
+    if bp & PermName.READ and bp & PermName.WRITE:
+        return perm
+    return bp if config.compat is Compat.V4_9 else perm & bp
 
 
 # --------------------------------------------------------------------------------------------------

@@ -125,3 +125,13 @@ async def test_a_read_only_topic_is_read_on_both_fronts_and_refuses_a_5x_send(st
         assert (await query_assignment(channel, "RO")).status.code == C.OK  # readable: consumers still get it
         await admin.update_topic("RO", 2, 2, perm=6)
         assert (await send(channel, "RO")).status.code == C.OK and stored(emu, "RO") == 1
+
+
+@pytest.mark.parametrize("compat, registered", [(None, [0]), ("4.9", [4])])
+async def test_a_write_only_topic_on_a_read_only_broker_is_registered_as_each_version_does(start, compat, registered):
+    """5.x registers the topic's perm AND the broker's (2 & 4: neither readable nor writable); 4.9.8 registers the
+    broker's permission in its place (4: readable)."""
+    settings = {"broker_permission": 4, **({"compat": compat} if compat else {})}
+    async with start(**settings) as emu, Admin(namesrv=emu.namesrv_addr) as admin:
+        await admin.update_topic("WO", 1, 1, perm=2)
+        assert await name_server_perms(admin, "WO") == registered
