@@ -126,8 +126,8 @@ class ConsumeCore:
         b = self.broker
         store = b.store
         reset = self._pending_reset(r)
-        if reset is not None and reset != r.offset and (
-                held or self.first_pull_since_told(r.group, r.topic, r.queue_id, r.client_id)):
+        if reset is not None and reset != r.offset and (  # (the told client's first pull counts, held or not)
+                self.first_pull_since_told(r.group, r.topic, r.queue_id, r.client_id) or held):
             # a pull from the old offset that the reset woke (it was held) or that was under way when the client
             # was told: "nothing new"; the client's next pull decides (from the reset offset if it applied
             # RESET_CONSUMER_CLIENT_OFFSET; from the old one again if it ignores it: then it is moved)

@@ -507,6 +507,26 @@ def test_s6_a_client_that_ignores_the_reset_is_moved_at_its_second_pull_from_the
     assert [m.body for m in decode_messages(again.body)] == [b"m%d" % i for i in range(10)]
 
 
+def test_s6_a_told_clients_held_pull_counts_as_its_first_pull_from_the_old_offset(emulator):
+    """The pull a reset wakes is the told client's first from its old offset: its next one from there shows it
+    ignores the reset and is moved at once (not answered "nothing new" a second time)."""
+    from integration_tests.rawclient import RawClient
+    from rocketmq_emulator.protocol import ResponseCode as R
+    create_topic(emulator, "HeldTold", 1)
+
+    async def scenario():
+        async with await RawClient.connect("127.0.0.1", emulator.broker_port) as c:
+            await _consumed_ten(c, emulator, "HeldTold", "held-told-client")
+            held = c.send(_raw_pull("HeldTold", 10, commit=10, suspend_ms=30_000))
+            assert await wait_for(lambda: emulator.call(lambda: emulator.broker.pull_hold_service.held_count()) == 1,
+                                  10)
+            await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "HeldTold", 3))
+            return await asyncio.wait_for(held, 10), await c.request(_raw_pull("HeldTold", 10, commit=10))
+    woken, next_pull = asyncio.run(scenario())
+    assert (woken.code, woken.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+    assert (next_pull.code, next_pull.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "3")
+
+
 async def _consumed_ten(c, emulator, topic: str, client_id: str) -> None:
     """A consumer of group "raw" on connection `c` (heartbeat as a Java client) that pulled the 10 messages just
     sent to `topic` and committed them."""
