@@ -20,9 +20,9 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\s*(?:([+-])\s*(\d+))?\
 #: the step keys a request step may have (anything else in a step is an error: a typo must not be ignored)
 REQUEST_KEYS = frozenset({
     "name", "to", "conn", "code", "header", "body", "body_size", "body_json", "body_hex", "batch", "oneway", "language",
-    "version", "serialize", "timeout", "save", "save_time", "until", "body_as", "flag",
+    "version", "serialize", "timeout", "save", "save_time", "until", "body_as", "flag", "background",
 })
-OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply", "answer_pushes"})
+OTHER_KEYS = frozenset({"name", "expect_push", "sleep", "close", "reply", "answer_pushes", "await", "timeout"})
 
 
 class _Step(Protocol):
@@ -48,11 +48,11 @@ class Step:
 
     @property
     def kind(self) -> str:
-        for kind in ("code", "expect_push", "sleep", "close", "answer_pushes"):
+        for kind in ("code", "expect_push", "sleep", "close", "answer_pushes", "await"):
             if kind in self.spec:
                 return "request" if kind == "code" else kind
-        raise CorpusError(f"step {self.index} ({self.name}) is neither a request, expect_push, answer_pushes, sleep "
-                          "nor close")
+        raise CorpusError(f"step {self.index} ({self.name}) is neither a request, expect_push, answer_pushes, "
+                          "await, sleep nor close")
 
     @property
     def records(self) -> bool:

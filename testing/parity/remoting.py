@@ -177,6 +177,8 @@ class Session:
         self.conns: dict[tuple[str, str], tuple[RemotingConnection, _PushTable]] = {}
         self.names: dict[str, Any] = {}
         self.run = Run(scenario.name, target, int(time.time() * 1000))
+        #: requests sent with `background = true`, by step name: their record, once answered (an `await` step)
+        self.background: dict[str, asyncio.Task[dict[str, Any]]] = {}
 
     async def connection(self, to: str, name: str) -> tuple[RemotingConnection, _PushTable]:
         key = (to, name)
@@ -198,6 +200,8 @@ class Session:
                 "namesrv": self.target.namesrv, "brokerPort": self.target.broker_port}
 
     async def close(self) -> None:
+        for task in self.background.values():
+            task.cancel()
         for conn, _ in self.conns.values():
             conn.close()
         self.conns.clear()
@@ -217,6 +221,9 @@ class Session:
                 await asyncio.sleep(0.2)
         elif kind == "expect_push":
             await self._expect_push(step)
+        elif kind == "await":  # the answer of a request sent earlier with `background = true`, recorded now
+            task = self.background.pop(spec["await"])
+            self.run.records.append(await asyncio.wait_for(task, float(spec.get("timeout", 60))))
         elif kind == "answer_pushes":  # from now on, answer these pushes on this connection (as a client does)
             want = spec["answer_pushes"]
             _, table = await self.connection(want.get("to", "broker"), want.get("conn", "main"))
@@ -286,6 +293,13 @@ class Session:
         spec = step.spec
         to = spec.get("to", "broker")
         conn, _ = await self.connection(to, spec.get("conn", "main"))
+        if spec.get("background"):  # sent now, its answer awaited by a later `await` step (a held pull, say)
+            cmd = self._command(spec, self.placeholders())
+            request = {"to": to, "conn": spec.get("conn", "main"), "code": request_code_name(cmd.code),
+                       "header": dict(sorted((cmd.ext_fields or {}).items()))}
+            self.background[step.name] = asyncio.create_task(self._answer(step.name, request, conn, cmd, spec))
+            await asyncio.sleep(0.3)  # on its way before the next step
+            return
         timeout = float(spec.get("timeout", 5))
         until = spec.get("until")
         deadline = time.monotonic() + float(until.get("timeout", 30)) if until else 0
@@ -302,14 +316,7 @@ class Session:
                 await asyncio.sleep(0.3)
                 answer = {"oneway": True}
             else:
-                try:
-                    resp = await conn.invoke(cmd, timeout)
-                except Exception as exc:  # noqa: BLE001 - a timeout or a closed connection is what came back
-                    answer = {"no_answer": True, "why": type(exc).__name__}
-                else:
-                    answer = {"code": response_name(resp.code), "remark": resp.remark,
-                              "ext": dict(sorted((resp.ext_fields or {}).items())),
-                              "body": decode_body(cmd.code, resp.body, spec.get("body_as"))}
+                answer = await _invoke(conn, cmd, timeout, spec.get("body_as"))
             if not until or _matches(answer, until) or time.monotonic() > deadline:
                 break
             await asyncio.sleep(float(until.get("every", 0.25)))
@@ -319,6 +326,23 @@ class Session:
             self.names[name] = lookup(answer, path)
         if "save_time" in spec:
             self.names[spec["save_time"]] = int(time.time() * 1000)
+
+
+    async def _answer(self, name: str, request: dict[str, Any], conn: RemotingConnection, cmd: RemotingCommand,
+                      spec: dict[str, Any]) -> dict[str, Any]:
+        answer = await _invoke(conn, cmd, float(spec.get("timeout", 60)), spec.get("body_as"))
+        return {"step": name, "request": request, "answer": answer}
+
+
+async def _invoke(conn: RemotingConnection, cmd: RemotingCommand, timeout: float, body_as: str | None
+                  ) -> dict[str, Any]:
+    """The answer as recorded: code, remark, header fields and decoded body, or why there was none."""
+    try:
+        resp = await conn.invoke(cmd, timeout)
+    except Exception as exc:  # noqa: BLE001 - a timeout or a closed connection is what came back
+        return {"no_answer": True, "why": type(exc).__name__}
+    return {"code": response_name(resp.code), "remark": resp.remark,
+            "ext": dict(sorted((resp.ext_fields or {}).items())), "body": decode_body(cmd.code, resp.body, body_as)}
 
 
 def _str(value: Any) -> str:
