@@ -40,7 +40,7 @@ from rocketmq_emulator.protocol.headers import GetConsumerStatusRequestHeader, R
 from .config import Compat
 
 if TYPE_CHECKING:
-    from .client_manager import ClientChannelInfo
+    from .client_manager import ClientChannelInfo, ConsumerGroupInfo
     from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.reset")
@@ -185,7 +185,8 @@ class Broker2Client:
                     b.broadcast_offsets.assign_reset(group=r.group, topic=r.topic, queue_id=mq.queue_id, offset=offset)
                 elif offset != b.consumer_offset_manager.query_offset(r.group, r.topic, mq.queue_id):
                     # a queue the reset leaves where it is (no force, already behind) keeps going as it was
-                    b.consumer_offset_manager.assign_reset(group=r.group, topic=r.topic, queue_id=mq.queue_id, offset=offset)
+                    b.consumer_offset_manager.assign_reset(group=r.group, topic=r.topic, queue_id=mq.queue_id,
+                                                           offset=offset)
             if not channels:  # (a pull may still be held for a client that never registered)
                 b.pull_hold_service.wake_group(r.group, r.topic)
                 log.info("[reset-offset] %s of %s recorded; no client online, applied when the group pulls again",
@@ -247,3 +248,28 @@ class Broker2Client:
                 return info.client_id, None
         answers = await asyncio.gather(*(ask(info) for info in channels))
         return {cid: table for cid, table in answers if table is not None}
+
+    # -- other requests to clients --------------------------------------------------------------------
+    def notify_consumer_ids_changed(self, group: str, gi: ConsumerGroupInfo) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED to every member of a group whose members changed (they rebalance)."""
+        for conn in list(gi.channels):
+            conn.invoke_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                       {"consumerGroup": group}))
+
+    def check_transaction_state(self, info: ClientChannelInfo, ext: dict[str, str], body: bytes) -> bool:
+        """CHECK_TRANSACTION_STATE to a producer of the half message's group (oneway: it answers with
+        END_TRANSACTION); False when its connection is gone."""
+        return info.connection.invoke_oneway(RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, ext, body))
+
+    async def push_reply(self, info: ClientChannelInfo, ext: dict[str, str], body: bytes,
+                         timeout: float) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT to the requester of a request-reply message; its answer (raises on a
+        timeout or a lost connection)."""
+        return await info.connection.invoke(
+            RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, ext, body), timeout)
+
+    async def call_consumer(self, info: ClientChannelInfo, code: int, ext: dict[str, str], body: bytes,
+                            timeout: float) -> RemotingCommand:
+        """An admin's request passed on to one consumer (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY);
+        its answer (raises on a timeout or a lost connection)."""
+        return await info.connection.invoke(RemotingCommand.request(code, ext, body), timeout)

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_emulator.protocol.transport import RemotingConnection
 
@@ -139,11 +138,8 @@ class ConsumerManager:
         gi = self.groups.get(group)
         if gi is None:
             return
-        for callback in self.on_change:
+        for callback in self.on_change:  # the dashboard's events, then Broker2Client tells the members
             callback(group, gi)
-        for conn in list(gi.channels):
-            conn.invoke_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                       {"consumerGroup": group}))
 
     def groups_subscribing(self, topic: str) -> set[str]:
         return {g for g, gi in self.groups.items() if topic in gi.subscription_table}

@@ -104,13 +104,14 @@ class BrokerController:
         self.broadcast_offsets = BroadcastOffsetManager(
             self.consumer_offset_manager, self._client_online, config.broadcast_offset_expire_second,
             clock=self.clock.monotonic)
-        self.broker2client = Broker2Client(self)
+        self.broker2client = Broker2Client(self)  # every request the broker sends a client
+        self.consumer_manager.on_change.append(self.broker2client.notify_consumer_ids_changed)
         self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
         self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
         self.consume_core = ConsumeCore(self, self.broker2client.first_pull_since_told)  # the read path of every front
         self.transactions = TransactionalMessageService(self)  # half messages, END_TRANSACTION
-        self.transaction_check = TransactionalMessageCheckService(self)  # the check-back, every check interval
+        self.transaction_check = TransactionalMessageCheckService(self, self.broker2client.check_transaction_state)
         self.pop_service = PopService(self, config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)
 
         self.pull_processor = PullMessageProcessor(self)

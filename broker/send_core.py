@@ -25,7 +25,7 @@ import time
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Sequence
 
-from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
+from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
 from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC

@@ -14,7 +14,6 @@ import logging
 import time
 from typing import Callable, TYPE_CHECKING
 
-from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.headers import CheckTransactionStateRequestHeader
 from rocketmq_emulator.protocol.message import (PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, PROPERTY_PRODUCER_GROUP,
                                                 PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC,
@@ -30,15 +29,21 @@ from rocketmq_emulator.store.results import STORED, GetMessageStatus
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState
+    from .client_manager import ClientChannelInfo
 
 log = logging.getLogger("rocketmq_emulator.transaction")
 
 _CHECKER = "CHECK_TRANSACTION_STATE"  # who commits the system group's offsets, in the offset history
 
 
+#: sends CHECK_TRANSACTION_STATE to a producer (Broker2Client.check_transaction_state): False when it is gone
+CheckState = Callable[["ClientChannelInfo", dict[str, str], bytes], bool]
+
+
 class TransactionalMessageCheckService:
-    def __init__(self, broker: BrokerState) -> None:
+    def __init__(self, broker: BrokerState, check_state: CheckState) -> None:
         self.broker = broker
+        self.check_state = check_state
         self._no_producer_logged: dict[str, float] = {}
         #: check-back routes of other fronts (the gRPC endpoint's): each takes the half message (its real topic
         #: restored) and returns True when it sent the check to a producer of its own
@@ -194,6 +199,5 @@ class TransactionalMessageCheckService:
         # carries WAIT=false, the stored copy keeps the half's WAIT
         half.properties_raw = encode_properties({**props, PROPERTY_WAIT_STORE_MSG_OK: "false"}).encode()
         half._properties = None
-        cmd = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext(), half.encode())
-        if not info.connection.invoke_oneway(cmd):
+        if not self.check_state(info, header.to_ext(), half.encode()):
             log.info("transaction check of group %s: the producer's connection is gone", group)

@@ -76,9 +76,8 @@ class ConsumerAdminProcessor:
         if info.version < MIN_CALL_CLIENT_VERSION:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> Version <{info.version}> too "
                                                          f"low to finish, please upgrade it to V3_1_8_SNAPSHOT")
-        request = RemotingCommand.request(req.code, ext, body)
         try:
-            answer = await info.connection.invoke(request, CALL_CLIENT_TIMEOUT_S)
+            answer = await self.broker.broker2client.call_consumer(info, req.code, ext, body, CALL_CLIENT_TIMEOUT_S)
         except (asyncio.TimeoutError, TimeoutError) as exc:
             raise BrokerError(ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}")
         except (ConnectionError, ProtocolError) as exc:

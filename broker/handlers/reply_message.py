@@ -96,9 +96,8 @@ class ReplyMessageProcessor:
             born_timestamp=h.born_timestamp, flag=h.flag, properties=encode_properties(props),
             reconsume_times=h.reconsume_times, unit_mode=h.unit_mode, born_host=conn.peer,
             store_host=f"{b.config.broker_ip1}:{b.listen_port}", store_timestamp=time.time_ns() // 1_000_000)
-        cmd = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, push.to_ext(), request.body)
         try:
-            answer = await info.connection.invoke(cmd, PUSH_REPLY_TIMEOUT_S)
+            answer = await b.broker2client.push_reply(info, push.to_ext(), request.body, PUSH_REPLY_TIMEOUT_S)
         except (asyncio.TimeoutError, TimeoutError, ConnectionError, ProtocolError, BrokerError) as exc:
             log.warning("push reply message to <%s> failed: %s", client_id, type(exc).__name__)
             return False, f"push reply message to {client_id}fail."
