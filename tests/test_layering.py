@@ -388,3 +388,18 @@ def test_cores_never_import_fronts_and_only_the_controller_imports_handlers():
                            if any(_front(t) == "broker.handlers" for t in targets)
                            and _front(m) != "broker.handlers" and m != "broker.controller")
     assert not handler_users, f"handlers imported elsewhere than by the controller: {handler_users}"
+
+
+def test_every_request_the_broker_sends_a_client_goes_through_broker2client():
+    """As Java's Broker2Client: one module knows how the broker calls its clients (resets, status, NOTIFY,
+    CHECK_TRANSACTION_STATE, reply pushes, calls passed on to a consumer); the others ask it."""
+    root = Path(__file__).resolve().parents[1] / "broker"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "broker2client.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("invoke", "invoke_oneway"):
+                offenders.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert not offenders, f"requests to clients outside broker/broker2client.py: {offenders}"
