@@ -32,6 +32,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("broker", "client", "protocol", "store", "spark_tools", "cli", "testing")
+#: every tree of the project's own Python files (never build/, .venv/ or other copies)
+SOURCE_TREES = (*PACKAGES, "tests", "integration_tests", "benchmarks")
 IO = {"asyncio", "socket", "selectors", "uvloop", "aiofiles"}
 #: what the codec leaves to the layers above it: files and processes, threads, the command line
 NOT_CODEC = {"os", "sys", "subprocess", "threading", "argparse", "tempfile", "shutil"}
@@ -103,7 +105,7 @@ def test_package_imports_respect_layers(package):
 def test_no_module_imports_a_top_level_project_name():
     """`import client` would load a second copy of the package beside `rocketmq_emulator.client`."""
     offenders = []
-    for tree_root in (*PACKAGES, "tests", "integration_tests", "benchmarks"):
+    for tree_root in SOURCE_TREES:
         for path in sorted((ROOT / tree_root).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
@@ -115,11 +117,12 @@ def test_no_module_imports_a_top_level_project_name():
 
 
 def test_only_spark_tools_imports_pyspark():
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] in ("spark_tools", ".venv") or "site-packages" in rel.parts:
-            continue
-        assert "pyspark" not in imported_names(path), f"{rel} imports pyspark"
+    """(The project's own trees only: a `pip wheel .` leaves copies of the packages under build/.)"""
+    for tree_root in SOURCE_TREES:
+        for path in (ROOT / tree_root).rglob("*.py"):
+            rel = path.relative_to(ROOT)
+            if rel.parts[0] != "spark_tools":
+                assert "pyspark" not in imported_names(path), f"{rel} imports pyspark"
 
 
 #: packages whose modules must not import each other in a cycle. In broker/, the controller builds the handlers
