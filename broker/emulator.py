@@ -23,6 +23,7 @@ from .settings import rooted_at
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
+from .read_model import BrokerFront, ReadModel
 
 if TYPE_CHECKING:
     from .dashboard.server import DashboardServer
@@ -68,6 +69,7 @@ class Emulator:
         self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
         #: the brokers' one clock (fast-forward: `advance_time`)
         self.clock = BrokerClock()
+        self._fronts: dict[str, BrokerFront] = {}  # broker name -> its read model and write cores (_broker)
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
@@ -83,8 +85,18 @@ class Emulator:
                 server.tracer = self.tracer
 
     def _broker(self, config: BrokerConfig, vip_channel: bool = True) -> BrokerController:
-        return BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
-                                namesrv_addr=lambda: self.namesrv_addr, clock=self.clock)
+        broker = BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
+                                  namesrv_addr=lambda: self.namesrv_addr, clock=self.clock)
+        self._fronts[config.broker_name] = BrokerFront(ReadModel(broker), broker)
+        return broker
+
+    def fronts(self) -> list[BrokerFront]:
+        """The running brokers as the fronts (dashboard, gRPC) see them: a read model and the write cores each."""
+        return [self._fronts[b.config.broker_name] for b in self.brokers if b.config.broker_name not in self.stopped]
+
+    def read_model(self, name: str | None = None) -> ReadModel:
+        """The read model of broker `name` (default: the first)."""
+        return self._fronts[name or self.broker.config.broker_name].read
 
     def servers(self) -> list[RemotingServer]:
         """Every listening port: the name server's, then each broker's (and its VIP port)."""
@@ -124,7 +136,7 @@ class Emulator:
     async def _start_grpc(self, port: int) -> None:
         def make() -> GrpcEndpoint:
             from .grpc.server import GrpcEndpoint  # the [grpc] extra: imported only when enabled
-            return GrpcEndpoint(lambda: [b for b in self.brokers if b.config.broker_name not in self.stopped],
+            return GrpcEndpoint(self.fronts,
                                 self.config.host, port, self.config.broker.broker_ip1, self.config.grpc_tls_port,
                                 Path(self.store_root) / "config" / "grpc-tls")
         self.grpc = await self._start_front("the gRPC endpoint", "grpc", make)

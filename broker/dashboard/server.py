@@ -23,8 +23,8 @@ from . import actions, views
 from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
     from ..config import EmulatorConfig
+    from ..read_model import BrokerFront, ReadModel
 
 
 class EmulatorView(Protocol):
@@ -33,8 +33,8 @@ class EmulatorView(Protocol):
     config: EmulatorConfig
     stopped: set[str]
 
-    @property
-    def brokers(self) -> Sequence[BrokerContext]: ...
+    def fronts(self) -> Sequence[BrokerFront]:
+        """The running brokers: each one's read model (what the pages show) and write cores (the actions)."""
 
     @property
     def namesrv_addr(self) -> str: ...
@@ -140,20 +140,24 @@ class DashboardServer:
             self._runner = None
 
     # -- helpers ------------------------------------------------------------------------------------
-    def brokers(self) -> list[BrokerContext]:
-        return [b for b in self.emulator.brokers if b.config.broker_name not in self.emulator.stopped]
+    def brokers(self) -> list[BrokerFront]:
+        return list(self.emulator.fronts())
 
-    def broker(self, request: web.Request) -> BrokerContext:
+    def broker(self, request: web.Request) -> BrokerFront:
         name = request.query.get("broker")
         running = self.brokers()
         if not running:
             raise NotFound("no broker is running")
         if not name:
             return running[0]
-        for b in running:
-            if b.config.broker_name == name:
-                return b
+        for f in running:
+            if f.name == name:
+                return f
         raise NotFound(f"no running broker named {name!r}")
+
+    def read(self, request: web.Request) -> ReadModel:
+        """The read model of the broker the request names (?broker=, default: the first running)."""
+        return self.broker(request).read
 
     def action(self, fn: Callable[[Any, dict[str, Any], web.Request], dict[str, Any]], *,
                read: bool = False) -> Handler:
@@ -180,9 +184,9 @@ class DashboardServer:
         while True:
             await asyncio.sleep(1.0)
             now = time.monotonic()
-            for b in self.brokers():
-                name = b.config.broker_name
-                put, got = b.store.put_count, b.store.get_found
+            for f in self.brokers():
+                name = f.name
+                put, got = f.read.store.put_count, f.read.store.get_found
                 last = self._last.get(name)
                 if last is not None and now > last[0]:
                     self._rates[name] = {"put": (put - last[1]) / (now - last[0]), "get": (got - last[2]) / (now - last[0])}
@@ -198,20 +202,20 @@ class DashboardServer:
 
     async def overview(self, request: web.Request) -> web.StreamResponse:
         e = self.emulator
-        brokers = [views.broker_summary(b, self._rates.get(b.config.broker_name, {})) for b in self.brokers()]
+        brokers = [views.broker_summary(f.read, self._rates.get(f.name, {})) for f in self.brokers()]
         return _json({"cluster": e.config.broker.broker_cluster_name, "namesrv": e.namesrv_addr,
                       "brokers": brokers, "stoppedBrokers": sorted(e.stopped), "readOnly": self.read_only,
                       "grpc": f"{e.config.broker.broker_ip1}:{e.grpc_port}" if e.grpc_port is not None else None,
                       "trace": e.config.wire_trace})
 
     async def topics(self, request: web.Request) -> web.StreamResponse:
-        return _json(views.topics(self.broker(request), request.query.get("system") == "true"))
+        return _json(views.topics(self.read(request), request.query.get("system") == "true"))
 
     async def topic(self, request: web.Request) -> web.StreamResponse:
-        return _json(views.topic_detail(self.broker(request), request.match_info["topic"]))
+        return _json(views.topic_detail(self.read(request), request.match_info["topic"]))
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
-        b, q, topic = self.broker(request), request.query, request.match_info["topic"]
+        b, q, topic = self.read(request), request.query, request.match_info["topic"]
         if q.get("key"):
             return _json(views.by_key(b, topic, q["key"]))
         queue = q.get("queue")
@@ -222,24 +226,24 @@ class DashboardServer:
             at_time=views.timestamp_ms(q["time"]) if q.get("time") else None))
 
     async def message(self, request: web.Request) -> web.StreamResponse:
-        msg = views.find_message(self.broker(request), request.match_info["msg_id"], request.query.get("topic"))
+        msg = views.find_message(self.read(request), request.match_info["msg_id"], request.query.get("topic"))
         return _json(views.message_view(msg, full=True))
 
     async def groups(self, request: web.Request) -> web.StreamResponse:
-        return _json(views.groups(self.broker(request)))
+        return _json(views.groups(self.read(request)))
 
     async def group(self, request: web.Request) -> web.StreamResponse:
-        return _json(views.group_detail(self.broker(request), request.match_info["group"]))
+        return _json(views.group_detail(self.read(request), request.match_info["group"]))
 
     async def history(self, request: web.Request) -> web.StreamResponse:
         q = request.query
         queue = q.get("queue")
-        return _json(views.history(self.broker(request), request.match_info["group"], q.get("topic") or None,
+        return _json(views.history(self.read(request), request.match_info["group"], q.get("topic") or None,
                                    None if queue in (None, "") else views.number(queue, "queue")))
 
     async def where(self, request: web.Request) -> web.StreamResponse:
         q = request.query
-        return _json(views.where(self.broker(request), request.match_info["group"], q.get("msgId", ""),
+        return _json(views.where(self.read(request), request.match_info["group"], q.get("msgId", ""),
                                  q.get("topic") or None))
 
     async def events(self, request: web.Request) -> web.StreamResponse:

@@ -15,7 +15,7 @@ from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 
-from ..broker_context import BrokerContext
+from ..read_model import BrokerFront
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
 from .validate import Failure
@@ -42,9 +42,9 @@ class ClientSession:
 
 
 class ClientSessions:
-    """`brokers()`: the running brokers."""
+    """`brokers()`: the running brokers (each one's read model and write cores)."""
 
-    def __init__(self, brokers: Callable[[], Iterable[BrokerContext]]) -> None:
+    def __init__(self, brokers: Callable[[], Iterable[BrokerFront]]) -> None:
         self.brokers = brokers
         self.sessions: dict[str, ClientSession] = {}
         #: the proxy's TransactionService: (topic, transaction id) -> (broker name, commit log offset) of the half
@@ -114,7 +114,8 @@ class ClientSessions:
         """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
         out = v2.Settings()
         out.CopyFrom(given)
-        b = next(iter(self.brokers()), None)
+        first = next(iter(self.brokers()), None)
+        b = first.read if first is not None else None
         s.has_settings = True
         if given.HasField("client_type"):
             s.client_type = given.client_type
@@ -130,7 +131,7 @@ class ClientSessions:
             out.publishing.validate_message_type = True
         elif given.WhichOneof("pub_sub") == "subscription":
             s.group = given.subscription.group.name
-            cfg = b.subscription_group_manager.find(s.group) if b is not None else None
+            cfg = b.group_config(s.group) if b is not None else None
             policy = out.backoff_policy
             policy.Clear()
             policy.max_attempts = (cfg.retry_max_times if cfg is not None else 16) + 1
@@ -153,10 +154,10 @@ class ClientSessions:
                 command.recover_orphaned_transaction_command.message.CopyFrom(cv.to_v2(half))
                 transaction_id = half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or half.offset_msg_id
                 command.recover_orphaned_transaction_command.transaction_id = transaction_id
-                name = next((b.config.broker_name for b in self.brokers() if b.store is not None), "")
-                for b in self.brokers():
-                    if b.store.look_message_by_offset(half.commit_log_offset) is not None:
-                        name = b.config.broker_name
+                name = next((f.name for f in self.brokers()), "")
+                for f in self.brokers():
+                    if f.read.message_at(half.commit_log_offset) is not None:
+                        name = f.name
                         break
                 self.transactions[(half.topic, transaction_id)] = (name, half.commit_log_offset)
                 s.outbox.put_nowait(command)

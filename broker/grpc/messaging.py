@@ -21,11 +21,10 @@ from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, decode_message_id
 from rocketmq_emulator.protocol.topics import is_system_topic
 
-from ..broker_context import BrokerContext
 from ..pop.checkpoint import ReceiptHandle
 from ..pop.service import PopRequest
+from ..read_model import BrokerFront
 from ..send_request import SendMessageRequest
-from ..topic_config import topic_message_type
 from . import converter as cv
 from . import routes
 from .answers import (DEFAULT_LONG_POLLING_MS, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,
@@ -57,10 +56,10 @@ def _status_of(exc: Exception) -> Any:
 
 
 class MessagingService(ClientSessions):
-    """`brokers()`: the running brokers; `endpoint()`: the (host, port) routes advertise when a client sent no
-    endpoints of its own."""
+    """`brokers()`: the running brokers (each one's read model and write cores); `endpoint()`: the (host, port)
+    routes advertise when a client sent no endpoints of its own."""
 
-    def __init__(self, brokers: Callable[[], Iterable[BrokerContext]], endpoint: Callable[[], tuple[str, int]]) -> None:
+    def __init__(self, brokers: Callable[[], Iterable[BrokerFront]], endpoint: Callable[[], tuple[str, int]]) -> None:
         super().__init__(brokers)
         self.endpoint = endpoint
         self._round_robin = itertools.count()
@@ -68,28 +67,28 @@ class MessagingService(ClientSessions):
     # -- helpers ------------------------------------------------------------------------------------
     def is_system_topic(self, topic: str) -> bool:
         """TopicValidator.isSystemTopic in the proxy's JVM, where each broker added its own names to the set."""
-        return is_system_topic(topic, {t for b in self.brokers() for t in b.topic_config_manager.system_topic_names})
+        return is_system_topic(topic, {t for f in self.brokers() for t in f.read.system_topic_names})
 
     def validate_topic(self, topic: str) -> None:
         validate_topic(topic, self.is_system_topic)
 
-    def broker_named(self, name: str) -> BrokerContext:
-        for b in self.brokers():
-            if b.config.broker_name == name:
-                return b
+    def broker_named(self, name: str) -> BrokerFront:
+        for f in self.brokers():
+            if f.name == name:
+                return f
         raise Failure(C.NOT_FOUND, f"broker {name!r} is not in this emulator")
 
-    def brokers_of(self, topic: str) -> list[BrokerContext]:
-        found = [b for b in self.brokers() if b.topic_config_manager.get(topic) is not None]
+    def brokers_of(self, topic: str) -> list[BrokerFront]:
+        found = [f for f in self.brokers() if f.read.topic(topic) is not None]
         if not found:
             raise Failure(C.TOPIC_NOT_FOUND, f"CODE: 17  DESC: No topic route info in name server for the topic: "
                                              f"{topic}{FAQ}")
         return found
 
-    def group_config(self, b: BrokerContext, group: str) -> Any:
+    def group_config(self, f: BrokerFront, group: str) -> Any:
         if not group:
             raise Failure(C.ILLEGAL_CONSUMER_GROUP, "the consumer group is empty")
-        cfg = b.subscription_group_manager.find(group)
+        cfg = f.read.group_config(group)
         if cfg is None:
             raise Failure(C.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group!r} not found (autoCreateSubscriptionGroup"
                                                       " is off)")
@@ -162,17 +161,16 @@ class MessagingService(ClientSessions):
                 if m.topic != messages[0].topic:
                     raise Failure(C.MESSAGE_CORRUPTED, "topic in message is not same")
             b_any = next(iter(self.brokers()), None)
-            limit = b_any.config.store.max_message_size if b_any is not None else 4 * 1024 * 1024
+            limit = b_any.read.config.store.max_message_size if b_any is not None else 4 * 1024 * 1024
             for m in messages:
                 validate_message(m, limit, now)
             peer = _peer(context)
             props = [self._properties(m, peer) for m in messages]
-            owners = [b for b in self.brokers() if b.topic_config_manager.get(topic) is not None]
-            if b_any is not None and b_any.config.enable_topic_message_type_check:
-                tc = owners[0].topic_config_manager.get(topic) if owners else None
-                check_message_type(topic_message_type(tc), props[0])
-            b, tc = routes.writable(self.brokers_of(topic), topic)
-            queues = tc.write_queue_nums
+            owners = [r for f in self.brokers() if (r := f.read.route(topic)) is not None]
+            if b_any is not None and b_any.read.config.enable_topic_message_type_check:
+                check_message_type(owners[0].message_type if owners else "UNSPECIFIED", props[0])
+            b, route = routes.writable(self.brokers_of(topic), topic)
+            queues = route.write_queues
             group = messages[0].system_properties.message_group if len(messages) == 1 else ""
             queue_id = fifo_queue(group, queues) if group else next(self._round_robin) % queues
             results = [self._store(b, topic, m, p, queue_id, peer) for m, p in zip(messages, props)]
@@ -182,7 +180,7 @@ class MessagingService(ClientSessions):
         entry = v2.SendResultEntry(status=named(C.OK), message_id=first.message_id if len(messages) == 1 else
                                    new_message_id(), transaction_id=first.message_id, offset=results[0].queue_offset)
         if first.HasField("delivery_timestamp") and len(messages) == 1:
-            entry.recall_handle = recall_handle(topic, b.config.broker_name, first.delivery_timestamp.ToMilliseconds(),
+            entry.recall_handle = recall_handle(topic, b.name, first.delivery_timestamp.ToMilliseconds(),
                                                 first.message_id)
         return v2.SendMessageResponse(status=named(C.OK), entries=[entry])
 
@@ -196,10 +194,10 @@ class MessagingService(ClientSessions):
             props[PROPERTY_TRANSACTION_ID] = m.system_properties.message_id
         return props
 
-    def _store(self, b: BrokerContext, topic: str, m: Any, props: dict[str, str], queue_id: int,
+    def _store(self, b: BrokerFront, topic: str, m: Any, props: dict[str, str], queue_id: int,
                peer: tuple[str, int]) -> Any:
         transactional = m.system_properties.message_type == T.TRANSACTION
-        result = b.send_core.send(SendMessageRequest.of(
+        result = b.write.send_core.send(SendMessageRequest.of(
             GRPC_PRODUCER_GROUP, topic, bytes(m.body), props, queue_id=queue_id, born_ms=cv.born_ms(m),
             sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0,
             peer=peer))
@@ -207,7 +205,7 @@ class MessagingService(ClientSessions):
             raise BrokerError(result.code, result.remark)
         if transactional:
             _, _, commit_log_offset = decode_message_id(result.msg_id)
-            self.transactions[(topic, m.system_properties.message_id)] = (b.config.broker_name, commit_log_offset)
+            self.transactions[(topic, m.system_properties.message_id)] = (b.name, commit_log_offset)
             if len(self.transactions) > MAX_TRANSACTION_DATA:  # never ended nor checked: the oldest go
                 del self.transactions[next(iter(self.transactions))]
         return result
@@ -226,7 +224,7 @@ class MessagingService(ClientSessions):
             if resolution is None:
                 raise Failure(C.BAD_REQUEST, "the resolution must be COMMIT or ROLLBACK")
             b = self.broker_named(broker_name)
-            half = b.store.look_message_by_offset(commit_log_offset)
+            half = b.read.message_at(commit_log_offset)
             if half is None:
                 raise Failure(C.INTERNAL_SERVER_ERROR, NO_TRANSACTION_DATA)
             header = EndTransactionRequestHeader(
@@ -235,7 +233,7 @@ class MessagingService(ClientSessions):
                 commit_or_rollback=resolution,
                 from_transaction_check=request.source == v2.TransactionSource.SOURCE_SERVER_CHECK,
                 msg_id=request.message_id, transaction_id=request.transaction_id)
-            outcome = b.transactions.end_transaction(header, "grpc")
+            outcome = b.write.transactions.end_transaction(header, "grpc")
             if outcome is not None and outcome[0] != ResponseCode.SUCCESS:
                 raise BrokerError(outcome[0], outcome[1])
             return v2.EndTransactionResponse(status=named(C.OK))
@@ -248,7 +246,7 @@ class MessagingService(ClientSessions):
         try:
             self.session(context)
             pop_request, b = self._pop_request(request, context)
-            result = await b.pop_service.pop(pop_request) if pop_request.max_msgs > 0 else None
+            result = await b.write.pop_service.pop(pop_request) if pop_request.max_msgs > 0 else None
         except Exception as exc:  # noqa: BLE001
             yield v2.ReceiveMessageResponse(status=_status_of(exc))
             yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(int(time.time() * 1000)))
@@ -264,7 +262,7 @@ class MessagingService(ClientSessions):
                 topic=request.message_queue.topic.name))
         yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(result.pop_time))
 
-    def _pop_request(self, request: Any, context: Any) -> tuple[PopRequest, BrokerContext]:
+    def _pop_request(self, request: Any, context: Any) -> tuple[PopRequest, BrokerFront]:
         poll = cv.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") \
             else DEFAULT_LONG_POLLING_MS
         poll = min(max(poll, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
@@ -280,20 +278,20 @@ class MessagingService(ClientSessions):
         group = request.group.name
         self.validate_topic(topic)
         validate_group(group)
-        b = next((x for x in self.brokers() if x.config.broker_name == request.message_queue.broker.name), None) \
+        b = next((x for x in self.brokers() if x.name == request.message_queue.broker.name), None) \
             or next(iter(self.brokers()))
         if request.auto_renew:
             invisible = AUTO_RENEW_INVISIBLE_MS
         else:
             invisible = cv.duration_ms(request.invisible_duration)
-            validate_invisible_time(invisible, b.config.min_invisible_time_mills_for_recv)
+            validate_invisible_time(invisible, b.read.config.min_invisible_time_mills_for_recv)
         expression = request.filter_expression
         kind = "SQL92" if expression.type == v2.FilterType.SQL else "TAG"
-        if b.topic_config_manager.get(topic) is None:
+        if b.read.topic(topic) is None:
             raise Failure(C.INTERNAL_SERVER_ERROR, NO_TOPIC_ON_RECEIVE)
         cfg = self.group_config(b, group)
         try:
-            tags, record_filter = b.consume_core.filters(kind, expression.expression or "*")
+            tags, record_filter = b.write.consume_core.filters(kind, expression.expression or "*")
         except BrokerError:
             raise Failure(C.INTERNAL_SERVER_ERROR, "org.apache.rocketmq.proxy.common.ProxyException: parse the "
                                                    "consumer's subscription failed") from None
@@ -303,7 +301,7 @@ class MessagingService(ClientSessions):
         return PopRequest(group, topic, invisible, -1, batch, poll, 1, tags, record_filter,
                           bool(getattr(cfg, "consume_message_orderly", False))), b
 
-    def _handle(self, text: str) -> tuple[ReceiptHandle, BrokerContext]:
+    def _handle(self, text: str) -> tuple[ReceiptHandle, BrokerFront]:
         if len(text.split(" ")) < 8:
             raise handle_parse_failure(text)
         handle = ReceiptHandle.parse(text)
@@ -322,7 +320,7 @@ class MessagingService(ClientSessions):
             for e in request.entries:
                 try:
                     _, b = self._handle(e.receipt_handle)
-                    b.pop_service.ack(request.group.name, request.topic.name, e.receipt_handle)
+                    b.write.pop_service.ack(request.group.name, request.topic.name, e.receipt_handle)
                     st = named(C.OK)
                 except Exception as exc:  # noqa: BLE001
                     st = _status_of(exc)
@@ -342,7 +340,7 @@ class MessagingService(ClientSessions):
             invisible = cv.duration_ms(request.invisible_duration)
             validate_invisible_time(invisible)
             _, b = self._handle(request.receipt_handle)
-            new = b.pop_service.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
+            new = b.write.pop_service.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
                                                  invisible)
             return v2.ChangeInvisibleDurationResponse(status=named(C.OK), receipt_handle=new.encode())
         except Exception as exc:  # noqa: BLE001
@@ -355,7 +353,7 @@ class MessagingService(ClientSessions):
             self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             _, b = self._handle(request.receipt_handle)
-            b.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+            b.write.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
             return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status(C.OK, "0"))
         except Exception as exc:  # noqa: BLE001
             return v2.ForwardMessageToDeadLetterQueueResponse(status=_status_of(exc))

@@ -10,7 +10,7 @@ import grpc
 
 from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
-from ..broker_context import BrokerContext
+from ..read_model import BrokerFront
 from .converter import status
 from .messaging import MessagingService
 
@@ -50,7 +50,7 @@ class GrpcEndpoint:
     """`host`/`port`: where to listen (port 0: a free one, `port` once started); `advertised_host`: the host put
     in routes when a client sends no endpoints of its own."""
 
-    def __init__(self, brokers: Callable[[], Iterable[BrokerContext]], host: str, port: int,
+    def __init__(self, brokers: Callable[[], Iterable[BrokerFront]], host: str, port: int,
                  advertised_host: str, tls_port: int | None = None, tls_dir: Path | None = None) -> None:
         self.host = host
         self.port = port
@@ -97,8 +97,8 @@ class GrpcEndpoint:
             self.tls_port = bound
         await server.start()
         self._server = server
-        for b in self._brokers():
-            b.transaction_check.fronts.append(self.service.check_transaction)
+        for f in self._brokers():
+            f.write.transaction_check.fronts.append(self.service.check_transaction)
         log.info("gRPC endpoint (RocketMQ 5.x clients) on %s:%d%s", self.host, self.port,
                  f", TLS on {self.tls_port}" if self.tls_port is not None else "")
 
