@@ -77,6 +77,13 @@ class Unacked(NamedTuple):
     orderly: bool
 
 
+class StoreFigures(NamedTuple):
+    put: int
+    got: int
+    commitlog_min: int
+    commitlog_max: int
+
+
 class ReadModel:
     """What the fronts read of one broker; built over its state (BrokerController satisfies BrokerContext)."""
 
@@ -100,10 +107,10 @@ class ReadModel:
     def started_at(self) -> float:
         return self._b.started_at
 
-    @property
-    def store(self) -> MessageStore:
-        """The store's counters and queue offsets (read-only use: the dashboard's figures)."""
-        return self._b.store
+    def store_figures(self) -> StoreFigures:
+        """The store's counters (messages put, found by reads) and its commit log's offsets."""
+        store = self._b.store
+        return StoreFigures(store.put_count, store.get_found, store.commitlog_min_offset, store.commitlog_max_offset)
 
     # -- routes and topics --------------------------------------------------------------------------
     def topic(self, topic: str) -> TopicConfig | None:

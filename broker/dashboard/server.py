@@ -186,7 +186,7 @@ class DashboardServer:
             now = time.monotonic()
             for f in self.brokers():
                 name = f.name
-                put, got = f.read.store.put_count, f.read.store.get_found
+                put, got, _, _ = f.read.store_figures()
                 last = self._last.get(name)
                 if last is not None and now > last[0]:
                     self._rates[name] = {"put": (put - last[1]) / (now - last[0]), "get": (got - last[2]) / (now - last[0])}

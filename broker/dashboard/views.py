@@ -61,16 +61,16 @@ def timestamp_ms(value: str | None, name: str = "time") -> int:
 
 # -- overview ---------------------------------------------------------------------------------------
 def broker_summary(b: ReadModel, rates: dict[str, float]) -> dict[str, Any]:
-    store = b.store
+    store = b.store_figures()
     return {
         "name": b.name, "addr": b.addr, "cluster": b.config.broker_cluster_name,
         "permission": b.config.broker_permission,
         "topics": len(b.topics()),
         "groups": len(b.user_groups()),
         "putTps": round(rates.get("put", 0.0), 1), "getTps": round(rates.get("get", 0.0), 1),
-        "messagesPut": store.put_count, "messagesGot": store.get_found,
-        "commitlogMinOffset": store.commitlog_min_offset, "commitlogMaxOffset": store.commitlog_max_offset,
-        "storeBytes": store.commitlog_max_offset - store.commitlog_min_offset,
+        "messagesPut": store.put, "messagesGot": store.got,
+        "commitlogMinOffset": store.commitlog_min, "commitlogMaxOffset": store.commitlog_max,
+        "storeBytes": store.commitlog_max - store.commitlog_min,
         "uptimeSeconds": round(time.time() - b.started_at, 1) if b.started_at else 0.0,
         "flushDiskType": b.config.store.flush_disk_type.value,
     }
