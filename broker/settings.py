@@ -199,7 +199,8 @@ _STORE: dict[str, Parse] = {
     "mappedFileSizeConsumeQueue": _consume_queue_size, "maxMessageSize": _number("int", 1, _INT32),
     "flushDiskType": _enum(FlushDiskType), "flushIntervalCommitLog": _number("int", 1, _INT32),
     "fileReservedTime": _number("int", 0, _INT32), "deleteWhen": _str,
-    "diskMaxUsedSpaceRatio": _number("int", 10, 95), "messageDelayLevel": _delay_levels, "messageIndexEnable": _bool, "totalPhysicalMemorySize": _optional(_INT)}
+    "diskMaxUsedSpaceRatio": _number("int", 10, 95), "messageDelayLevel": _delay_levels, "messageIndexEnable": _bool, "totalPhysicalMemorySize": _optional(_INT),
+    "recoveryCutInvalidRecords": _bool}
 
 #: every setting: Java key -> Setting (broker.conf, updateBrokerConfig and code all name settings by these keys)
 SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table in (

@@ -63,6 +63,10 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "transaction-check-interval": ("transactionCheckInterval",
                                    "ms between the broker's transaction check-back rounds (default 60000; tests "
                                    "make it short, e.g. 500)"),
+    "recovery-cut-invalid": ("recoveryCutInvalidRecords",
+                             "after a crash, a bad commitlog record followed by valid ones makes the broker refuse "
+                             "to start (default false); true cuts them once, copying the cut bytes aside to "
+                             "<store>/recovery-cut-<offset>.bin first"),
     "grpc-port": ("grpcServerPort",
                   "also serve RocketMQ 5.x clients (gRPC) on this port (0 picks a free port); off by default; "
                   "needs the [grpc] extra"),

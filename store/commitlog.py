@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 import zlib
 from typing import Iterator, Sequence
@@ -322,6 +323,40 @@ class CommitLog:
         except UnicodeDecodeError:
             return 0, None
         return total, DispatchRequest(topic, queue_id, phy, total, mm[p:p + pl], store_ts, queue_offset, sys_flag)
+
+    def valid_records_after(self, offset: int) -> tuple[int, int]:
+        """Valid records anywhere after `offset` (where a scan stopped): (how many, the end of the last one; 0, 0
+        when none). A record is valid only where its own PHYSICALOFFSET field names its place and its body's CRC
+        holds, so stray bytes that look like a record's magic are not counted."""
+        magic = _INT.pack(MESSAGE_MAGIC_CODE)
+        count, last_end = 0, 0
+        for mf in self.queue.files:
+            if mf.file_from_offset + self.file_size <= offset:
+                continue
+            mm, pos = mf.mm, max(0, offset - mf.file_from_offset)
+            while True:
+                found = mm.find(magic, pos + 4)
+                if found < 0:
+                    break
+                q = found - 4
+                size, req = self.check_message_and_return_size(mm, q, self.file_size, mf.file_from_offset + q)
+                if size > 0 and req is not None:
+                    count += 1
+                    last_end = mf.file_from_offset + q + size
+                    pos = q + size
+                else:
+                    pos = q + 1
+        return count, last_end
+
+    def copy_range(self, start: int, end: int, path: str) -> None:
+        """The commitlog's bytes from `start` to `end` written to `path` (kept aside before a cut)."""
+        with open(path, "wb") as out:
+            for mf in self.queue.files:
+                lo, hi = max(start, mf.file_from_offset), min(end, mf.file_from_offset + self.file_size)
+                if lo < hi:
+                    out.write(mf.mm[lo - mf.file_from_offset:hi - mf.file_from_offset])
+            out.flush()
+            os.fsync(out.fileno())
 
     def iter_records(self, start: int | None = None, check_crc: bool = True) -> Iterator[tuple[int, bytes]]:
         """(physical offset, record bytes) of every valid record from `start` to the end (or first invalid one)."""

@@ -49,6 +49,9 @@ class MessageStoreConfig:
     flush_interval_commit_log: int = 500  # ms, async flush period
     flush_interval_consume_queue: int = 1000  # ms; also writes the checkpoint
     check_crc_on_recover: bool = True
+    #: after a crash, a bad record followed by valid ones: False (default) refuses to start; True cuts them (after
+    #: copying them aside to <root>/recovery-cut-<offset>.bin, with an ERROR naming how many messages are lost)
+    recovery_cut_invalid_records: bool = False
 
     # retention (§8.5)
     file_reserved_time: int = 72  # hours
@@ -99,6 +102,11 @@ class MessageStoreConfig:
     @property
     def checkpoint_path(self) -> str:
         return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def format_path(self) -> str:
+        """The store's format version (store/format.py)."""
+        return os.path.join(self.store_path_root_dir, "storeFormat.json")
 
     @property
     def abort_path(self) -> str:

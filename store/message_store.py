@@ -45,6 +45,7 @@ from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
+from .format import check_store_format
 from .index_file import IndexService
 from .mapped_file import MappedFile, MappedFileQueue, StoreLoadError, fsync_dir
 from .message_ext_broker_inner import MessageExtBrokerInner
@@ -117,6 +118,7 @@ class MessageStore(MessageLookup):
         self.checkpoint: StoreCheckpoint | None = None
         self.cleaner = _retention.CleanCommitLogService(self)
         self.recovery: _recovery.RecoveryReport | None = None
+        self.format_version = 0  # the store's format version (store/format.py), known once started
         self._writable = True
         self.dispatch_error_offset: int | None = None
         self._last_disk_recheck = 0.0
@@ -149,6 +151,7 @@ class MessageStore(MessageLookup):
         os.makedirs(cfg.store_path_root_dir, exist_ok=True)
         self._acquire_lock()
         try:
+            self.format_version = check_store_format(cfg.format_path, cfg.store_path_root_dir)
             abnormal = os.path.exists(cfg.abort_path)
             self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
             self.commitlog.queue.load()

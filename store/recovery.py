@@ -21,6 +21,8 @@ SCHEDULE_TOPIC_XXXX with a DELAY level the delivery time (store time + level del
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -30,6 +32,7 @@ from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPE
                                                 tag_hash_code)
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, parse_delay_levels
 
+from .mapped_file import StoreLoadError
 from .message_ext_broker_inner import keys_of
 
 if TYPE_CHECKING:
@@ -55,6 +58,8 @@ class RecoveredStore(Protocol):
 
 
 
+log = logging.getLogger("rocketmq_emulator.store")
+
 @dataclass
 class RecoveryReport:
     mode: str = "fresh"  # fresh | normal | abnormal
@@ -65,6 +70,7 @@ class RecoveryReport:
     redispatched: int = 0
     dropped_cq_units: int = 0
     truncated_bytes: int = 0
+    cut_valid_records: int = 0  # valid records cut after a bad one (recoveryCutInvalidRecords=true)
     duration_ms: float = 0.0
 
     def summary(self, kept_messages: int, queues: int) -> str:
@@ -176,6 +182,22 @@ def _recover_abnormally(store: RecoveredStore, cp: StoreCheckpoint, report: Reco
                 if len(index.pending) >= 8192:
                     index.drain()
     end = cl.scan_end
+    valid_after, valid_end = cl.valid_records_after(end)
+    if valid_after:  # not a torn tail: a bad record with good ones after it; never zeroed silently
+        where = cl.queue.find_mapped_file_by_offset(end)
+        name = where.path if where is not None else store.config.commit_log_dir
+        if not store.config.recovery_cut_invalid_records:
+            raise StoreLoadError(
+                f"{name}: an invalid record at position {end - (where.file_from_offset if where else 0)} (commitlog "
+                f"offset {end}) is followed by {valid_after} valid records; the store is left as it is. To cut them, "
+                f"start once with recoveryCutInvalidRecords=true (serve --recovery-cut-invalid true): the cut "
+                f"bytes are copied aside first")
+        aside = os.path.join(store.config.store_path_root_dir, f"recovery-cut-{end}.bin")
+        cl.copy_range(end, valid_end, aside)
+        report.cut_valid_records = valid_after
+        log.error("%s: cut %d valid messages after an invalid record at commitlog offset %d "
+                  "(recoveryCutInvalidRecords=true); the cut bytes (%d) are kept in %s", name, valid_after, end,
+                  valid_end - end, aside)
     report.truncated_bytes = cl.queue.truncate_dirty_files(end)
     for cq in store.consume_queues():
         report.dropped_cq_units += cq.truncate_by_physic(end)

@@ -159,7 +159,11 @@ def test_consume_queue_ahead_of_the_commitlog_is_cut(tmp_path, clock):
     puts = fill(store, clock, 5)
     cut = puts[2].wrote_offset
     mf = store.commitlog.queue.find_mapped_file_by_offset(cut)
-    mf.mm[cut - mf.file_from_offset:cut - mf.file_from_offset + 4] = bytes(4)  # the log lost its tail
+    end = puts[-1].wrote_offset + puts[-1].wrote_bytes
+    for mf in store.commitlog.queue.files:  # the log lost its tail (everything from `cut` on)
+        lo, hi = max(cut, mf.file_from_offset), min(end, mf.file_from_offset + mf.file_size)
+        if lo < hi:
+            mf.mm[lo - mf.file_from_offset:hi - mf.file_from_offset] = bytes(hi - lo)
     store.stop(clean=False)
     with MessageStore(cfg, clock=clock) as store:
         assert store.commitlog_max_offset == cut
