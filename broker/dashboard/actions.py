@@ -6,7 +6,7 @@ views.Invalid / views.NotFound with a message for the page, never a broker error
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol import BrokerError, PermName
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
@@ -18,7 +18,6 @@ from ..send_request import SendMessageRequest, SendMessageResponse
 from .views import Invalid, NotFound, find_message, number, timestamp_ms
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
     from ..read_model import BrokerFront
 
 DASHBOARD_PRODUCER_GROUP = "rmq-emulator-dashboard"
@@ -169,4 +168,4 @@ def expire_now(f: BrokerFront) -> dict[str, Any]:
 
 def drop_connections(f: BrokerFront) -> dict[str, Any]:
     # connections.drop_connections reads only the servers of the broker (WriteCores has them)
-    return {"dropped": close_connections(cast("BrokerContext", f.write))}
+    return {"dropped": close_connections(f.write)}
