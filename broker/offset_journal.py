@@ -27,6 +27,8 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
+from .config_file import open_database
+
 log = logging.getLogger("rocketmq_emulator.offsets")
 
 #: (topic@group, queue id, offset or None when removed, sequence number)
@@ -43,10 +45,7 @@ class OffsetJournal:
         self._checkpointer: sqlite3.Connection | None = None
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+        db = open_database(self.path, self.fsync)
         db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoint() does it, off the event loop
         db.execute("CREATE TABLE IF NOT EXISTS offsets (key TEXT NOT NULL, queue INTEGER NOT NULL, offset INTEGER, "
                    "seq INTEGER NOT NULL, PRIMARY KEY (key, queue)) WITHOUT ROWID")

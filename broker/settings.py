@@ -38,6 +38,10 @@ class SettingError(ValueError):
         self.problem = problem
 
 
+class UnreadableConf(ValueError):
+    """A broker.conf that is not a properties text (not UTF-8)."""
+
+
 class _Problem(Exception):
     pass
 
@@ -81,6 +85,15 @@ def _bool(value: Any) -> bool:
     if isinstance(value, str) and value_problem("bool", value) is None:
         return value.strip().lower() == "true"
     raise _Problem(f"{value!r} is not true or false")
+
+
+def _delete_when(value: Any) -> str:
+    """`deleteWhen`: the hours (00-23) when expired files are deleted, `;`-separated ("04", "01;13")."""
+    text = _str(value)
+    hours = text.split(";")
+    if not text or not all(h.strip().isdigit() and 0 <= int(h) <= 23 for h in hours):
+        raise _Problem(f"{text!r} is not hours of the day (00-23) separated by ';', e.g. 04 or 01;13")
+    return text
 
 
 def _str(value: Any) -> str:
@@ -198,7 +211,7 @@ _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),
     "mappedFileSizeConsumeQueue": _consume_queue_size, "maxMessageSize": _number("int", 1, _INT32),
     "flushDiskType": _enum(FlushDiskType), "flushIntervalCommitLog": _number("int", 1, _INT32),
-    "fileReservedTime": _number("int", 0, _INT32), "deleteWhen": _str,
+    "fileReservedTime": _number("int", 0, _INT32), "deleteWhen": _delete_when,
     "diskMaxUsedSpaceRatio": _number("int", 10, 95), "messageDelayLevel": _delay_levels, "messageIndexEnable": _bool, "totalPhysicalMemorySize": _optional(_INT),
     "recoveryCutInvalidRecords": _bool}
 
@@ -283,6 +296,9 @@ def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys:
     host = process.get("host", EmulatorConfig().host)
     broker = replace(broker, broker_ip1=resolve_broker_ip1(host, by_scope["broker"].get("broker_ip1"),
                                                            broker.advertised_port))
+    if process.get("grpc_tls_port") is not None and process.get("grpc_server_port") is None:
+        raise SettingError("grpcTlsPort", "needs grpcServerPort too (serve --grpc-port): the TLS port serves the "
+                                          "same 5.x endpoint")
     ephemeral = process.get("ephemeral", False)
     return EmulatorConfig(**process, brokers=derive_brokers(broker, count, nested=ephemeral),
                           unknown_keys=tuple(unknown_keys))
@@ -344,10 +360,15 @@ def rooted_at(config: EmulatorConfig, root: str) -> tuple[BrokerConfig, ...]:
 
 def read_broker_conf(path: str | Path) -> tuple[dict[str, str], list[str]]:
     """A RocketMQ broker.conf: (key -> text of the settings it gives, the keys not understood). Raises OSError
-    when unreadable, SettingError on a bad value."""
+    when unreadable, UnreadableConf when not UTF-8 text, SettingError on a bad value."""
     values: dict[str, str] = {}
     unknown: list[str] = []
-    for key, text in parse_properties(Path(path).read_text()).items():
+    raw = Path(path).read_bytes()
+    try:
+        text_of_file = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableConf(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    for key, text in parse_properties(text_of_file).items():
         if key in IGNORED_KEYS:
             continue
         try:

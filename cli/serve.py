@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -164,7 +165,8 @@ def check_ports(config: EmulatorConfig) -> None:
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> EmulatorConfig:
     """broker.conf, then the environment, then flags, each a mapping of setting key -> text or value, through
     the settings' one parser."""
-    from rocketmq_emulator.broker.settings import SettingError, emulator_config, parse_value, read_broker_conf
+    from rocketmq_emulator.broker.settings import (SettingError, UnreadableConf, emulator_config, parse_value,
+                                                   read_broker_conf)
     values: dict[str, Any] = {}
     unknown: list[str] = []
     conf_file = args.config or environ.get(ENV_PREFIX + "CONFIG")
@@ -173,7 +175,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
             values, unknown = read_broker_conf(conf_file)
         except OSError as exc:
             raise ConfigError(f"cannot read the broker.conf {conf_file!r}: {exc.strerror or exc}") from None
-        except SettingError as exc:
+        except (SettingError, UnreadableConf) as exc:
             raise ConfigError(f"{conf_file}: {exc}") from None
     given = [(key, getattr(args, flag.replace("-", "_")), flag.replace("-", "_").upper())
              for flag, (key, _) in SERVE_FLAGS.items()]
@@ -189,9 +191,18 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
                 raise ConfigError(f"{ENV_PREFIX}{env_name}={env!r}: {exc}") from None
         if value is not None:
             values[key] = value
-    if args.ephemeral or environ.get(ENV_PREFIX + "EPHEMERAL", "").lower() in ("1", "true", "yes"):
+    env = environ.get(ENV_PREFIX + "EPHEMERAL")
+    if args.ephemeral:
         values["ephemeral"] = True
-    config = emulator_config(values, unknown_keys=unknown)
+    elif env:  # the one boolean parser: true or false, anything else refused
+        try:
+            values["ephemeral"] = parse_value("ephemeral", env)
+        except SettingError as exc:
+            raise ConfigError(f"{ENV_PREFIX}EPHEMERAL={env!r}: {exc}") from None
+    try:
+        config = emulator_config(values, unknown_keys=unknown)
+    except SettingError as exc:
+        raise ConfigError(str(exc)) from None
     check_ports(config)
     return config
 
@@ -234,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
         uvloop.run(serve(config, started=process_started()))
     except KeyboardInterrupt:
         return 0
+    except socket.gaierror as exc:  # the only name serve resolves to listen on
+        logging.getLogger("rocketmq_emulator").error("cannot start: --host %r (ROCKETMQ_EMULATOR_HOST) does not "
+                                                     "resolve here: %s", config.host, exc.strerror or exc)
+        return 1
     except Exception as exc:  # noqa: BLE001 - a clear line instead of a traceback for start-up failures
         logging.getLogger("rocketmq_emulator").error("cannot start: %s", exc)
         return 1

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..config_file import open_database
+
 log = logging.getLogger("rocketmq_emulator.pop")
 
 
@@ -82,10 +84,7 @@ class CheckpointStore:
 
     def open(self) -> list[PopCheckpoint]:
         """Open (creating) the table; the checkpoints a previous run left."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+        db = open_database(self.path, self.fsync)
         db.execute("CREATE TABLE IF NOT EXISTS checkpoints (id INTEGER PRIMARY KEY, grp TEXT NOT NULL, "
                    "topic TEXT NOT NULL, queue INTEGER NOT NULL, offsets TEXT NOT NULL, pop_time INTEGER NOT NULL, "
                    "invisible INTEGER NOT NULL, ord INTEGER NOT NULL, acked TEXT NOT NULL, attempts TEXT NOT NULL, "
