@@ -67,5 +67,14 @@ def method_types(method: str) -> tuple[Any, Any, bool, bool]:
     return request, response, m.client_streaming, m.server_streaming
 
 
+def method_callable(channel: Any, method: str) -> Any:
+    """A MessagingService method on a `grpc.aio` channel (unary or server-streaming; Telemetry is neither), its
+    messages serialised by this module's classes: `await method_callable(ch, "QueryRoute")(request, metadata=md)`."""
+    request, response, _, server_streaming = method_types(method)
+    make = channel.unary_stream if server_streaming else channel.unary_unary
+    return make(f"/{SERVICE}/{method}", request_serializer=request.SerializeToString,
+                response_deserializer=response.FromString)
+
+
 def method_names() -> list[str]:
     return [m.name for m in _pool.FindServiceByName(SERVICE).methods]

@@ -9,7 +9,7 @@ import pytest
 
 from rocketmq_emulator.broker.emulator import Emulator
 from rocketmq_emulator.broker.settings import emulator_config
-from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_types, v2
+from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_callable, v2
 
 C = v2.Code
 MD = (("x-mq-client-id", "test-client"),)
@@ -25,11 +25,7 @@ async def endpoint(tmp_path):
             yield emu, channel
 
 
-def call(channel, name):  # noqa: ANN001, ANN201
-    request, response, client_streaming, server_streaming = method_types(name)
-    make = channel.unary_stream if server_streaming else channel.unary_unary
-    return make(f"/{SERVICE}/{name}", request_serializer=request.SerializeToString,
-                response_deserializer=response.FromString)
+call = method_callable
 
 
 def message(topic="T", body=b"hello", tag="A", message_id="01ABC"):  # noqa: ANN001, ANN201

@@ -13,7 +13,7 @@ from rocketmq_emulator.broker.emulator import Emulator
 from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.client import Admin
 from rocketmq_emulator.protocol import RequestCode
-from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_types, v2
+from rocketmq_emulator.protocol.grpc_v2 import method_callable, v2
 
 C = v2.Code
 P = v2.Permission
@@ -30,11 +30,7 @@ def start(tmp_path):
     return make
 
 
-def rpc(channel, name):  # noqa: ANN001, ANN201
-    request, response, _, server_streaming = method_types(name)
-    make = channel.unary_stream if server_streaming else channel.unary_unary
-    return make(f"/{SERVICE}/{name}", request_serializer=request.SerializeToString,
-                response_deserializer=response.FromString)
+rpc = method_callable
 
 
 async def query_route(channel, topic):  # noqa: ANN001, ANN201

@@ -9,7 +9,6 @@ import time
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, SubscriptionGroupConfig
-from rocketmq_emulator.protocol.headers import CommandHeader
 from rocketmq_emulator.protocol.message import decode_messages
 from rocketmq_emulator.protocol.stats_bodies import ConsumeStatsList
 from rocketmq_emulator.protocol.pop_headers import (INIT_MODE_MAX, INIT_MODE_MIN, PROPERTY_POP_CK, AckMessageRequestHeader, BatchAck,

@@ -16,7 +16,7 @@ from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.client import Admin
 from rocketmq_emulator.client.errors import BrokerResponseError
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
-from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_types, v2
+from rocketmq_emulator.protocol.grpc_v2 import method_callable, v2
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
 from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS
 
@@ -48,10 +48,7 @@ async def fronts(tmp_path):
         yield emu, admin, channel, http
 
 
-def rpc(channel, name):  # noqa: ANN001, ANN201
-    request, response, _, _ = method_types(name)
-    return channel.unary_unary(f"/{SERVICE}/{name}", request_serializer=request.SerializeToString,
-                               response_deserializer=response.FromString)
+rpc = method_callable
 
 
 async def grpc_answers(channel, topic):  # noqa: ANN001, ANN201
