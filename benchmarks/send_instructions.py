@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 from .broker_bench import checkout
 
@@ -79,13 +80,15 @@ CASES = (("SEND_MESSAGE_V2 100 B", 100, 0, 64), ("SEND_MESSAGE_V2 1024 B", 1024,
          ("SEND_BATCH_MESSAGE 32 x 100 B", 100, 32, 32), ("SEND_BATCH_MESSAGE 256 x 100 B", 100, 256, 256))
 
 
-def instructions(driver: Path, pythonpath: Path | None, size: int, batch: int, rounds: int, work: Path) -> int:
-    out = work / f"cg.{os.getpid()}.{size}.{batch}.{rounds}.{0 if pythonpath is None else 1}"
+def instructions(driver: Path, pythonpath: Path | None, driver_args: Sequence[object], work: Path) -> int:
+    """Instructions callgrind counts for one run of `driver` with `driver_args` (this checkout's package, or the
+    tree at `pythonpath` ahead of it); benchmarks/read_instructions.py uses it too."""
+    out = work / f"cg.{os.getpid()}.{'.'.join(map(str, driver_args))}.{0 if pythonpath is None else 1}"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                           str(driver), str(size), str(batch), str(rounds)],
+                           str(driver), *map(str, driver_args)],
                           env=env, capture_output=True, text=True, cwd=work)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or found is None:
@@ -111,8 +114,8 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             per = []
             for pythonpath in (None, other):
-                low = instructions(driver, pythonpath, size, batch, 2, work)
-                high = instructions(driver, pythonpath, size, batch, 2 + args.rounds, work)
+                low = instructions(driver, pythonpath, (size, batch, 2), work)
+                high = instructions(driver, pythonpath, (size, batch, 2 + args.rounds), work)
                 per.append((high - low) / (args.rounds * per_read))
             print(f"  {label:<34} {per[0]:>14,.0f} {per[1]:>14,.0f} {per[0] / per[1]:>6.3f}x", flush=True)
 
