@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable
 
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -19,6 +19,9 @@ from ..read_model import BrokerFront
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
 from .validate import Failure
+
+if TYPE_CHECKING:
+    from rocketmq_emulator.protocol.grpc_v2 import types as pb
 
 log = logging.getLogger("rocketmq_emulator.grpc")
 C = v2.Code
@@ -69,7 +72,8 @@ class ClientSessions:
         for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > 120]:
             del self.sessions[client_id]
 
-    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+    async def NotifyClientTermination(self, request: pb.NotifyClientTerminationRequest, context: Any
+                                      ) -> pb.NotifyClientTerminationResponse:
         md = dict(context.invocation_metadata() or ())
         s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
         if s is not None and s.outbox is not None:
@@ -77,7 +81,8 @@ class ClientSessions:
         return v2.NotifyClientTerminationResponse(status=named(C.OK))
 
     # -- telemetry ----------------------------------------------------------------------------------
-    async def Telemetry(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+    async def Telemetry(self, request_iterator: AsyncIterator[pb.TelemetryCommand], context: Any
+                        ) -> AsyncIterator[pb.TelemetryCommand]:
         try:
             s = self.session(context)
         except Failure as exc:
@@ -110,7 +115,7 @@ class ClientSessions:
             if s.outbox is outbox:
                 s.outbox = None
 
-    def settings(self, s: ClientSession, given: Any) -> Any:
+    def settings(self, s: ClientSession, given: pb.Settings) -> pb.Settings:
         """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
         out = v2.Settings()
         out.CopyFrom(given)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol import ResponseCode
 from rocketmq_emulator.protocol.grpc_v2 import v2
@@ -18,6 +18,9 @@ from rocketmq_emulator.protocol.message import (PROPERTY_KEYS, PROPERTY_TAGS,
 from rocketmq_emulator.protocol.topics import origin_topic
 
 from .validate import RESERVED_PROPERTIES
+
+if TYPE_CHECKING:
+    from rocketmq_emulator.protocol.grpc_v2 import types as pb
 
 PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
 PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
@@ -42,25 +45,25 @@ STATUS_OF: dict[int, int] = {
 }
 
 
-def status(code: int = C.OK, message: str = "OK") -> Any:
+def status(code: int = C.OK, message: str = "OK") -> pb.Status:
     return v2.Status(code=code, message=message)
 
 
-def status_of_remoting(code: int, remark: str | None) -> Any:
+def status_of_remoting(code: int, remark: str | None) -> pb.Status:
     return status(STATUS_OF.get(code, C.INTERNAL_ERROR), remark or f"response code {code}")
 
 
-def timestamp(ms: int) -> Any:
+def timestamp(ms: int) -> pb.Timestamp:
     t = v2.Timestamp()
     t.FromMilliseconds(ms)
     return t
 
 
-def duration_ms(d: Any) -> int:
+def duration_ms(d: pb.Duration) -> int:
     return int(d.seconds * 1000 + d.nanos // 1_000_000)
 
 
-def duration(ms: int) -> Any:
+def duration(ms: int) -> pb.Duration:
     d = v2.Duration()
     d.FromMilliseconds(ms)
     return d
@@ -125,7 +128,7 @@ def to_v2(msg: MessageExt, *, receipt_handle: str | None = None, attempt: int | 
     return out
 
 
-def properties_of(message: Any) -> dict[str, str]:
+def properties_of(message: pb.Message) -> dict[str, str]:
     """The RocketMQ properties of a message a 5.x producer sends (user properties, then the system ones)."""
     sp = message.system_properties
     props = dict(message.user_properties)
@@ -150,6 +153,6 @@ def properties_of(message: Any) -> dict[str, str]:
     return props
 
 
-def born_ms(message: Any) -> int:
+def born_ms(message: pb.Message) -> int:
     sp = message.system_properties
     return int(sp.born_timestamp.ToMilliseconds()) if sp.HasField("born_timestamp") else int(time.time() * 1000)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable
 
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.codes import MessageSysFlag
@@ -33,6 +33,9 @@ from .clients import GRPC_PRODUCER_GROUP, ClientSessions
 from .validate import (Failure, check_message_type, fifo_queue, validate_group, validate_invisible_time,
                        validate_message, validate_topic)
 
+if TYPE_CHECKING:
+    from rocketmq_emulator.protocol.grpc_v2 import types as pb
+
 log = logging.getLogger("rocketmq_emulator.grpc")
 C = v2.Code
 T = v2.MessageType
@@ -46,7 +49,7 @@ ENDED_TRANSACTION = {v2.TransactionResolution.COMMIT: MessageSysFlag.TRANSACTION
                      v2.TransactionResolution.ROLLBACK: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE}
 
 
-def _status_of(exc: Exception) -> Any:
+def _status_of(exc: Exception) -> pb.Status:
     if isinstance(exc, Failure):
         return cv.status(exc.code, exc.message)
     if isinstance(exc, BrokerError):
@@ -94,7 +97,7 @@ class MessagingService(ClientSessions):
                                                       " is off)")
         return cfg
 
-    def endpoints(self, given: Any = None) -> Any:
+    def endpoints(self, given: pb.Endpoints | None = None) -> pb.Endpoints:
         """The route's endpoints: the ones the client reached us by (a published Docker port works), else ours."""
         out = v2.Endpoints()
         if given is not None and len(given.addresses):
@@ -106,7 +109,7 @@ class MessagingService(ClientSessions):
         return out
 
     # -- unary RPCs ---------------------------------------------------------------------------------
-    async def QueryRoute(self, request: Any, context: Any) -> Any:
+    async def QueryRoute(self, request: pb.QueryRouteRequest, context: Any) -> pb.QueryRouteResponse:
         try:
             self.session(context)
             self.validate_topic(request.topic.name)
@@ -116,7 +119,7 @@ class MessagingService(ClientSessions):
         except Exception as exc:  # noqa: BLE001 - every failure is a status
             return v2.QueryRouteResponse(status=_status_of(exc))
 
-    async def Heartbeat(self, request: Any, context: Any) -> Any:
+    async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
         try:
             s = self.session(context)
             if not s.has_settings:
@@ -130,7 +133,8 @@ class MessagingService(ClientSessions):
         except Exception as exc:  # noqa: BLE001
             return v2.HeartbeatResponse(status=_status_of(exc))
 
-    async def QueryAssignment(self, request: Any, context: Any) -> Any:
+    async def QueryAssignment(self, request: pb.QueryAssignmentRequest, context: Any
+                              ) -> pb.QueryAssignmentResponse:
         try:
             self.session(context)
             topic = request.topic.name
@@ -145,7 +149,7 @@ class MessagingService(ClientSessions):
             return v2.QueryAssignmentResponse(status=_status_of(exc))
 
     # -- send ---------------------------------------------------------------------------------------
-    async def SendMessage(self, request: Any, context: Any) -> Any:
+    async def SendMessage(self, request: pb.SendMessageRequest, context: Any) -> pb.SendMessageResponse:
         """SendMessageActivity + ProducerProcessor: every check first (one refused message refuses the request),
         the topic's message type, then the queue: a single message's group by consistent hashing, else the next
         queue. Several messages go as one batch: one entry, with an id of the batch's own."""
@@ -185,7 +189,7 @@ class MessagingService(ClientSessions):
         return v2.SendMessageResponse(status=named(C.OK), entries=[entry])
 
     @staticmethod
-    def _properties(m: Any, peer: tuple[str, int]) -> dict[str, str]:
+    def _properties(m: pb.Message, peer: tuple[str, int]) -> dict[str, str]:
         props = cv.properties_of(m)
         if PROPERTY_BORN_HOST not in props:
             props[PROPERTY_BORN_HOST] = f"{peer[0]}:{peer[1]}"
@@ -194,7 +198,7 @@ class MessagingService(ClientSessions):
             props[PROPERTY_TRANSACTION_ID] = m.system_properties.message_id
         return props
 
-    def _store(self, b: BrokerFront, topic: str, m: Any, props: dict[str, str], queue_id: int,
+    def _store(self, b: BrokerFront, topic: str, m: pb.Message, props: dict[str, str], queue_id: int,
                peer: tuple[str, int]) -> Any:
         transactional = m.system_properties.message_type == T.TRANSACTION
         result = b.write.send_core.send(SendMessageRequest.of(
@@ -210,7 +214,7 @@ class MessagingService(ClientSessions):
                 del self.transactions[next(iter(self.transactions))]
         return result
 
-    async def EndTransaction(self, request: Any, context: Any) -> Any:
+    async def EndTransaction(self, request: pb.EndTransactionRequest, context: Any) -> pb.EndTransactionResponse:
         """EndTransactionActivity: the transaction data the send (or a check-back) left, keyed by the topic (the
         proxy's producer group) and the transaction id (the message id); used once."""
         try:
@@ -241,7 +245,8 @@ class MessagingService(ClientSessions):
             return v2.EndTransactionResponse(status=_status_of(exc))
 
     # -- consume ------------------------------------------------------------------------------------
-    async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+    async def ReceiveMessage(self, request: pb.ReceiveMessageRequest, context: Any
+                             ) -> AsyncIterator[pb.ReceiveMessageResponse]:
         """ReceiveMessageActivity: a status, the messages, and always the delivery timestamp last."""
         try:
             self.session(context)
@@ -262,7 +267,7 @@ class MessagingService(ClientSessions):
                 topic=request.message_queue.topic.name))
         yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(result.pop_time))
 
-    def _pop_request(self, request: Any, context: Any) -> tuple[PopRequest, BrokerFront]:
+    def _pop_request(self, request: pb.ReceiveMessageRequest, context: Any) -> tuple[PopRequest, BrokerFront]:
         poll = cv.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") \
             else DEFAULT_LONG_POLLING_MS
         poll = min(max(poll, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
@@ -309,7 +314,7 @@ class MessagingService(ClientSessions):
             raise Failure(C.INVALID_RECEIPT_HANDLE, f"invalid receipt handle {text!r}")
         return handle, self.broker_named(handle.broker_name)
 
-    async def AckMessage(self, request: Any, context: Any) -> Any:
+    async def AckMessage(self, request: pb.AckMessageRequest, context: Any) -> pb.AckMessageResponse:
         try:
             self.session(context)
             self.validate_topic(request.topic.name)
@@ -332,7 +337,8 @@ class MessagingService(ClientSessions):
         overall = named(codes.pop()) if len(codes) == 1 else named(C.MULTIPLE_RESULTS) if codes else named(C.OK)
         return v2.AckMessageResponse(status=overall, entries=entries)
 
-    async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+    async def ChangeInvisibleDuration(self, request: pb.ChangeInvisibleDurationRequest, context: Any
+                                      ) -> pb.ChangeInvisibleDurationResponse:
         try:
             self.session(context)
             self.validate_topic(request.topic.name)
@@ -346,7 +352,8 @@ class MessagingService(ClientSessions):
         except Exception as exc:  # noqa: BLE001
             return v2.ChangeInvisibleDurationResponse(status=_status_of(exc))
 
-    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+    async def ForwardMessageToDeadLetterQueue(self, request: pb.ForwardMessageToDeadLetterQueueRequest,
+                                              context: Any) -> pb.ForwardMessageToDeadLetterQueueResponse:
         """The proxy answers with the broker's response code and remark: "0" on success."""
         try:
             self.session(context)

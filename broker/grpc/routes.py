@@ -8,7 +8,7 @@ The routes are the read model's (ReadModel.route), the dashboard's and the name 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from rocketmq_emulator.protocol.grpc_v2 import v2
 
@@ -16,6 +16,7 @@ from .answers import ACCEPTED_TYPES, NO_WRITABLE_QUEUE, permission, route_queues
 from .validate import Failure
 
 if TYPE_CHECKING:
+    from rocketmq_emulator.protocol.grpc_v2 import types as pb
     from ..read_model import BrokerFront, TopicRoute
 
 C = v2.Code
@@ -27,7 +28,8 @@ def _routes(owners: Sequence[BrokerFront], topic: str) -> list[tuple[BrokerFront
     return [(f, r) for f in owners if (r := f.read.route(topic)) is not None]
 
 
-def message_queues(owners: Sequence[BrokerFront], topic: Any, endpoints: Any) -> list[Any]:
+def message_queues(owners: Sequence[BrokerFront], topic: pb.Resource, endpoints: pb.Endpoints
+                   ) -> list[pb.MessageQueue]:
     """QueryRoute's queues (RouteActivity.genMessageQueueFromQueueData) of every broker holding the topic."""
     out = []
     for f, r in _routes(owners, topic.name):
@@ -40,7 +42,8 @@ def message_queues(owners: Sequence[BrokerFront], topic: Any, endpoints: Any) ->
     return out
 
 
-def assignments(owners: Sequence[BrokerFront], topic: Any, group: str, endpoints: Any) -> list[Any]:
+def assignments(owners: Sequence[BrokerFront], topic: pb.Resource, group: str, endpoints: pb.Endpoints
+                ) -> list[pb.Assignment]:
     """QueryAssignment's: each broker whose queues are readable, one queue -1 (every queue: the broker pops
     them all), or each queue of a FIFO group. Empty: the proxy's FORBIDDEN "no readable queue"."""
     out = []

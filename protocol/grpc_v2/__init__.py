@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib import resources
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 
@@ -56,7 +56,10 @@ def _namespace() -> SimpleNamespace:
     return SimpleNamespace(**names)
 
 
-v2 = _namespace()
+if TYPE_CHECKING:  # the type checker reads the generated stubs (types.pyi, stubgen.py); run time builds them
+    from . import types as v2
+else:
+    v2 = _namespace()
 
 
 def method_types(method: str) -> tuple[Any, Any, bool, bool]:
