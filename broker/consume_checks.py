@@ -16,12 +16,14 @@ if TYPE_CHECKING:
     from .broker_state import BrokerState
 
 
+_READ = int(PermName.READ)  # a plain int: `int & IntFlag` takes the enum's slow reflected operator
+
 def check_consume(b: BrokerState, group: str, topic: str, queue_id: int, *, verb: str = "pulling",
                   consumer: str = "", any_queue: bool = False) -> tuple[SubscriptionGroupConfig, TopicConfig]:
     """(the group's config, the topic's config) once the read may go on. `verb` names the request in the remarks
     ("pulling", "peeking" as upstream's pop); `any_queue`: queue -1 is allowed (a pop of every queue)."""
     R = ResponseCode
-    if not b.config.broker_permission & PermName.READ:  # brokerPermission (updateBrokerConfig)
+    if not b.config.broker_permission & _READ:  # brokerPermission (updateBrokerConfig)
         raise BrokerError(R.NO_PERMISSION, f"the broker[{b.config.broker_ip1}] {verb} message is forbidden")
     group_cfg = b.subscription_group_manager.find(group)
     if group_cfg is None:
@@ -31,7 +33,7 @@ def check_consume(b: BrokerState, group: str, topic: str, queue_id: int, *, verb
     tc = b.topic_config_manager.get(topic)
     if tc is None:
         raise BrokerError(R.TOPIC_NOT_EXIST, suggest_todo(f"topic[{topic}] not exist, apply first please! "))
-    if not tc.perm & PermName.READ:
+    if not tc.perm & _READ:
         raise BrokerError(R.NO_PERMISSION, f"the topic[{topic}] {verb} message is forbidden")
     if not (any_queue and queue_id == -1) and not 0 <= queue_id < tc.read_queue_nums:
         raise BrokerError(R.SYSTEM_ERROR, f"queueId[{queue_id}] is illegal, topic:[{topic}] "

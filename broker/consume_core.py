@@ -125,7 +125,7 @@ class ConsumeCore:
         """A pull (`held`: the re-run of a held one). None when the store could not read (no store)."""
         b = self.broker
         store = b.store
-        reset = self._pending_reset(r)
+        reset = self._pending_reset(r) if b.config.use_server_side_reset_offset else None
         if reset is not None and reset != r.offset and (  # (the told client's first pull counts, held or not)
                 self.first_pull_since_told(r.group, r.topic, r.queue_id, r.client_id) or held):
             # a pull from the old offset that the reset woke (it was held) or that was under way when the client
@@ -134,13 +134,15 @@ class ConsumeCore:
             return ReadResult(Outcome.RESET_PENDING, "OFFSET_RESET_PENDING", r.offset,
                               store.get_min_offset_in_queue(r.topic, r.queue_id),
                               store.get_max_offset_in_queue(r.topic, r.queue_id))
-        moved_to = self._override(r, reset is not None)
-        if moved_to is not None:
-            return self._moved(r, moved_to)
+        if reset is not None or r.broadcasting:
+            moved_to = self._override(r, reset is not None)
+            if moved_to is not None:
+                return self._moved(r, moved_to)
         got = self.fetch(r.group, r.topic, r.queue_id, r.offset, r.max_nums, r.tag_codes, r.record_filter)
         if got is None:
             return None
-        outcome = _outcome(got.status, r.offset)
+        status = got.status
+        outcome = _OUTCOMES.get(status) or (Outcome.MOVED if r.offset != 0 else Outcome.NOT_FOUND)
         offsets = b.consumer_offset_manager
         if r.commit_offset is not None:
             offsets.commit_offset(r.peer, r.group, r.topic, r.queue_id, r.commit_offset)
@@ -152,7 +154,7 @@ class ConsumeCore:
                                               got.next_begin_offset)
         if outcome is Outcome.MOVED:
             self._offset_moved_event(r, got.next_begin_offset)
-        return ReadResult(outcome, got.status.name, got.next_begin_offset, got.min_offset, got.max_offset, got)
+        return ReadResult(outcome, status.name, got.next_begin_offset, got.min_offset, got.max_offset, got)
 
     def filters(self, expression_type: str | None, expression: str | None
                 ) -> tuple[frozenset[int] | None, Callable[[bytes], bool] | None]:
@@ -256,14 +258,8 @@ class ConsumeCore:
         b.store.put_message(inner)
 
 
-def _outcome(status: GetMessageStatus, offset: int) -> Outcome:
-    """4.9.8's PullMessageProcessor table from store status to answer."""
-    if status is _S.FOUND:
-        return Outcome.FOUND
-    if status is _S.NO_MATCHED_MESSAGE or status is _S.MESSAGE_WAS_REMOVING:
-        return Outcome.RETRY
-    if status is _S.NO_MATCHED_LOGIC_QUEUE or status is _S.NO_MESSAGE_IN_QUEUE:
-        return Outcome.MOVED if offset != 0 else Outcome.NOT_FOUND
-    if status in _ILLEGAL:
-        return Outcome.MOVED
-    return Outcome.NOT_FOUND  # OFFSET_OVERFLOW_ONE, OFFSET_FOUND_NULL
+#: 4.9.8's PullMessageProcessor table from store status to answer; NO_MATCHED_LOGIC_QUEUE and NO_MESSAGE_IN_QUEUE
+#: (absent here) answer MOVED unless the pull asked for offset 0 (then NOT_FOUND)
+_OUTCOMES = {_S.FOUND: Outcome.FOUND, _S.NO_MATCHED_MESSAGE: Outcome.RETRY, _S.MESSAGE_WAS_REMOVING: Outcome.RETRY,
+             _S.OFFSET_TOO_SMALL: Outcome.MOVED, _S.OFFSET_OVERFLOW_BADLY: Outcome.MOVED,
+             _S.OFFSET_OVERFLOW_ONE: Outcome.NOT_FOUND, _S.OFFSET_FOUND_NULL: Outcome.NOT_FOUND}
