@@ -257,13 +257,8 @@ class CommitLog:
     def size_field_at(self, phy: int) -> int | None:
         """The four bytes at `phy` read as a record's TOTALSIZE (signed), whether or not a record starts there;
         None outside the written data. (What 4.9.8 reads before it looks a message up by its offset.)"""
-        mf = self.queue.find_mapped_file_by_offset(phy)
-        if mf is None:
-            return None
-        pos = phy - mf.file_from_offset
-        if pos < 0 or pos + 4 > mf.wrote_position:
-            return None
-        return int.from_bytes(mf.mm[pos:pos + 4], "big", signed=True)
+        data = self.get_message(phy, 4)
+        return None if data is None else int.from_bytes(data, "big", signed=True)
 
     def pickup_store_timestamp(self, phy: int, size: int) -> int:
         """STORETIMESTAMP of the record at `phy`, -1 when it is gone."""
