@@ -93,6 +93,16 @@ class Broker2Client:
         #: (group, topic, client id, queue id): told clients whose first pull of the queue since was answered
         self._waited: set[tuple[str, str, str, int]] = set()
 
+    def _tell(self, group: str, topic: str, client_id: str) -> None:
+        """Remember that the client was sent this reset (its earlier ones, and every expired entry, forgotten)."""
+        now = time.monotonic()
+        expired = {k for k, told in self._told.items() if now - told >= RESET_TOLD_S}
+        for key in expired:
+            del self._told[key]
+        gone = expired | {(group, topic, client_id)}
+        self._waited = {w for w in self._waited if w[:3] not in gone}
+        self._told[(group, topic, client_id)] = now
+
     def first_pull_since_told(self, group: str, topic: str, queue_id: int, client_id: str) -> bool:
         """True, once per queue, for a client told of the group's last reset of `topic` (within RESET_TOLD_S):
         that pull from elsewhere than the reset offset is answered "nothing new"; the client's next one from
@@ -206,8 +216,7 @@ class Broker2Client:
             request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header.to_ext(),
                                               c_form if cpp else java_form)
             info.connection.invoke_oneway(request)
-            self._told[(r.group, r.topic, info.client_id)] = time.monotonic()
-            self._waited = {w for w in self._waited if w[:3] != (r.group, r.topic, info.client_id)}
+            self._tell(r.group, r.topic, info.client_id)
             log.info("[reset-offset] %s of %s sent to %s (%s form)", r.topic, r.group, info.client_id,
                      "C++" if cpp else "Java")
         if b.config.use_server_side_reset_offset:
