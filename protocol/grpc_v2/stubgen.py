@@ -11,8 +11,6 @@ The stub module exists for the type checker only (no `types.py`): the type check
 
 from __future__ import annotations
 
-import sys
-
 from google.protobuf.descriptor_pb2 import DescriptorProto, FieldDescriptorProto
 
 from . import _files
@@ -123,4 +121,4 @@ def _message(message: DescriptorProto) -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(stub().rstrip("\n") + "\n")
+    print(stub().rstrip("\n"))
