@@ -329,6 +329,8 @@ class CommitLog:
             if mf.file_from_offset + self.file_size <= offset:
                 continue
             mm, pos = mf.mm, max(0, offset - mf.file_from_offset)
+            if mf.file_from_offset <= offset:
+                pos = self._unfinished_put_end(mm, pos, offset)
             while True:
                 found = mm.find(magic, pos + 4)
                 if found < 0:
@@ -342,6 +344,37 @@ class CommitLog:
                 else:
                     pos = q + 1
         return count, last_end
+
+    def _unfinished_put_end(self, mm: mmap.mmap, pos: int, phy: int) -> int:
+        """Where the put that a kill interrupted ends, when the record at `pos` is the head of such a put (else
+        `pos`). A put's bytes are written with its first record's size 0 and that size is set last, so a kill
+        between the two leaves a head whose size is 0 and whose other fields are whole, followed by the put's
+        other records (same store time, each valid): none of them was acknowledged, they are the torn tail."""
+        if pos + 8 > self.file_size:
+            return pos
+        total, magic = _BLANK.unpack_from(mm, pos)
+        if total != 0 or magic != MESSAGE_MAGIC_CODE:
+            return pos
+        sys_flag = _INT.unpack_from(mm, pos + POS_SYS_FLAG)[0]
+        fixed = _FIXED[(bool(sys_flag & _BORN_V6), bool(sys_flag & _STORE_V6))]
+        if pos + fixed.size > self.file_size:
+            return pos
+        fields = fixed.unpack_from(mm, pos)
+        crc, head_phy, store_ts, bl = fields[2], fields[6], fields[11], fields[16]
+        p = pos + fixed.size + bl
+        if head_phy != phy or bl < 0 or p + 1 > self.file_size:
+            return pos
+        p += 1 + mm[p]
+        if p + 2 > self.file_size:
+            return pos
+        p += 2 + _USHORT.unpack_from(mm, p)[0]
+        if p > self.file_size or zlib.crc32(mm[pos + fixed.size:pos + fixed.size + bl]) & 0x7FFFFFFF != crc:
+            return pos
+        while True:  # the put's other records: contiguous, valid, stored at the same instant
+            size, req = self.check_message_and_return_size(mm, p, self.file_size, phy + p - pos)
+            if size <= 0 or req is None or req.store_timestamp != store_ts:
+                return p
+            p += size
 
     def copy_range(self, start: int, end: int, path: str) -> None:
         """The commitlog's bytes from `start` to `end` written to `path` (kept aside before a cut)."""

@@ -94,3 +94,41 @@ def test_a_store_of_a_newer_format_is_refused_naming_both_versions(tmp_path, clo
         f.write("garbage")
     with pytest.raises(StoreLoadError, match="not a store format file"):
         MessageStore(cfg, clock=clock).start()
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_a_put_cut_by_a_kill_before_its_first_size_was_set_is_a_torn_tail_not_a_bad_record(tmp_path, clock, batch):
+    # A put is written whole with its first record's size 0, and that size is set last: a kill between the two
+    # leaves the put's other records valid after a head of size 0. None of them was acknowledged, so recovery
+    # drops the whole put as a torn tail and starts; it is not "a bad record followed by valid ones".
+    cfg = small_config(tmp_path, mapped_file_size_commit_log=64 * 1024)
+    store = MessageStore(cfg, clock=clock).start()
+    for i in range(5):
+        store.put_message(make_msg("A", 0, f"m{i}".encode() * 20))
+    kept = [bytes(d) for _, d in store.commitlog.iter_records(0)]
+    msgs = [make_msg("A", 0, f"b{i}".encode() * 20) for i in range(batch)]
+    put = store.put_messages(msgs) if batch > 1 else store.put_message(msgs[0])
+    head = put.wrote_offset
+    mf = store.commitlog.queue.find_mapped_file_by_offset(head)
+    mf.mm[head - mf.file_from_offset:head - mf.file_from_offset + 4] = bytes(4)  # the size the kill never set
+    store.stop(clean=False)
+    with MessageStore(cfg, clock=clock) as again:
+        assert [bytes(d) for _, d in again.commitlog.iter_records(0)] == kept
+        assert again.commitlog_max_offset == head
+        assert again.get_max_offset_in_queue("A", 0) == 5
+        assert again.put_message(make_msg("A", 0, b"after")).is_ok()
+
+
+def test_a_torn_put_followed_by_other_valid_records_is_still_refused(tmp_path, clock):
+    # The put's own records are skipped, but a valid record beyond them is not the tail of that put.
+    cfg = small_config(tmp_path, mapped_file_size_commit_log=64 * 1024)
+    store = MessageStore(cfg, clock=clock).start()
+    store.put_message(make_msg("A", 0, b"first" * 20))
+    head = store.put_messages([make_msg("A", 0, f"b{i}".encode() * 20) for i in range(3)]).wrote_offset
+    clock.advance(1000)
+    store.put_message(make_msg("A", 0, b"later" * 20))  # another put (another store time) after the torn one
+    mf = store.commitlog.queue.find_mapped_file_by_offset(head)
+    mf.mm[head - mf.file_from_offset:head - mf.file_from_offset + 4] = bytes(4)
+    store.stop(clean=False)
+    with pytest.raises(StoreLoadError, match="followed by 1 valid records"):
+        MessageStore(cfg, clock=clock).start()
