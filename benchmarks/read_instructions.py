@@ -4,7 +4,7 @@ benchmarks/send_instructions.py, whose `instructions` runs each case here too.
 
     .venv/bin/python -m benchmarks.read_instructions [--compare 8c1b98a] [--rounds 30] [--only POP] [--repeat 1]
 
-8c1b98a is the code before the consume core (78431bc: PULL and POP read through broker/consume_core.py).
+8c1b98a is the code before the consume core (78431bc: PULL and POP read through broker/core/consume_core.py).
 
 Each case feeds reads of requests to a broker connection in-process (no network), the answers going to a fake
 transport: 16 PULL_MESSAGE of 32 × 100 B per read (queues 0-3 of a 4-queue topic, each from offset 0 again,

@@ -4,7 +4,7 @@ A 4.9.8 broker answers GET_BROKER_CONFIG with every field of its BrokerConfig, N
 NettyClientConfig and MessageStoreConfig (null ones left out); the name server with its NamesrvConfig and
 NettyServerConfig. `BROKER_KEYS` / `NAMESRV_KEYS` hold each key's kind (how an update's value must parse) and
 4.9.8's default text. Keys whose value depends on the machine or on this emulator's own settings (names,
-addresses, ports, paths) are not here: broker/runtime_config.py fills them from the running broker.
+addresses, ports, paths) are not here: broker/core/runtime_config.py fills them from the running broker.
 
 Kinds: "int" (32-bit), "long" (64-bit), "bool" (true/false), "double", "str", "enum" (4.9.8 never applies an
 update to an enum field: it keeps its value).

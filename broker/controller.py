@@ -21,38 +21,38 @@ from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 from rocketmq_emulator.store.retention import newest_write_ms
 
-from .client_manager import ConsumerManager, ProducerManager
+from .state.client_manager import ConsumerManager, ProducerManager
 from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
-from .config_file import write_config_files
-from .consumer_offset import ConsumerOffsetManager
-from .broadcast_offset import BroadcastOffsetManager
-from .broker2client import Broker2Client
+from .state.config_file import write_config_files
+from .state.consumer_offset import ConsumerOffsetManager
+from .state.broadcast_offset import BroadcastOffsetManager
+from .core.broker2client import Broker2Client
 from .handlers.client_manage import ClientManageProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pop_message import PopMessageProcessor
 from .handlers.pull_message import PullMessageProcessor
 from .handlers.send_message import SendMessageProcessor
-from .lock_manager import RebalanceLockManager
-from .pop.service import PopService
-from .long_polling import PullRequestHoldService
+from .state.lock_manager import RebalanceLockManager
+from .core.pop.service import PopService
+from .core.long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
-from .runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
-from .schedule import ScheduleMessageService
-from .timer import TimerMessageService
-from .send_core import SendMessageCore
-from .consume_core import ConsumeCore
-from .filter.consumer_filter import ConsumerFilterManager
-from .stats import BrokerStatsManager
-from .transaction import TransactionalMessageService
-from .transaction_check import TransactionalMessageCheckService
-from .subscription_group import SubscriptionGroupManager
-from .write_through import answer_when_durable
+from .core.runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
+from .core.schedule import ScheduleMessageService
+from .core.timer import TimerMessageService
+from .core.send_core import SendMessageCore
+from .core.consume_core import ConsumeCore
+from .core.filter.consumer_filter import ConsumerFilterManager
+from .state.stats import BrokerStatsManager
+from .core.transaction import TransactionalMessageService
+from .core.transaction_check import TransactionalMessageCheckService
+from .state.subscription_group import SubscriptionGroupManager
+from .core.write_through import answer_when_durable
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 
-from .topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
+from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
 

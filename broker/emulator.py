@@ -23,7 +23,7 @@ from .settings import rooted_at
 from .controller import BrokerController
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
-from .read_model import BrokerFront, ReadModel
+from .core.read_model import BrokerFront, ReadModel
 
 if TYPE_CHECKING:
     from .dashboard.server import DashboardServer

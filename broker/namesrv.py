@@ -30,9 +30,9 @@ from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerName
 from rocketmq_emulator.protocol.message import java_hash_set_order
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
-from .remarks import FAQ_SUFFIX
+from .core.remarks import FAQ_SUFFIX
 from .namesrv_config import NamesrvConfigProcessor, load_kv_config, persist_kv_config
-from .runtime_config import NamesrvConfiguration
+from .core.runtime_config import NamesrvConfiguration
 
 
 log = logging.getLogger("rocketmq_emulator.namesrv")

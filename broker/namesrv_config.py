@@ -1,5 +1,5 @@
 """The name server's GET_NAMESRV_CONFIG (319) and UPDATE_NAMESRV_CONFIG (318): mqadmin getNamesrvConfig and
-updateNamesrvConfig (the configuration itself: broker/runtime_config.py, `NamesrvConfiguration`); and its KV
+updateNamesrvConfig (the configuration itself: broker/core/runtime_config.py, `NamesrvConfiguration`); and its KV
 config file, `kvConfig.json` (4.9.8's layout: `{"configTable": {namespace: {key: value}}}`), written on each
 PUT_KV_CONFIG / DELETE_KV_CONFIG and read at start, so updateKvConfig and updateOrderConf survive a restart.
 """
@@ -16,8 +16,8 @@ from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from .config_file import load_config_file, write_config_file
-from .runtime_config import NamesrvConfiguration
+from .state.config_file import load_config_file, write_config_file
+from .core.runtime_config import NamesrvConfiguration
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
 

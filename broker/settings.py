@@ -7,7 +7,7 @@ style (`namesrvPort`, `newGroupOffset`, `wireTraceFormat`, ...).
 
 Every source becomes a mapping of key -> text or value and goes through `parse_value`: serve's flags and the
 `ROCKETMQ_EMULATOR_*` variables (cli/serve.py), a `broker.conf` (`read_broker_conf`), updateBrokerConfig at run
-time (broker/runtime_config.py, through `updated`), and Python code (`emulator_config(listen_port=0, ...)`,
+time (broker/core/runtime_config.py, through `updated`), and Python code (`emulator_config(listen_port=0, ...)`,
 which also takes the snake_case field names). A bad value raises `SettingError`, one line naming the key; enums
 become enum members here and nowhere else.
 """

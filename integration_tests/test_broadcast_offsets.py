@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 
-from rocketmq_emulator.broker.broadcast_offset import BroadcastOffsetManager
+from rocketmq_emulator.broker.state.broadcast_offset import BroadcastOffsetManager
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from rocketmq_emulator.testing.command_line import run_cli as run

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emulator.broker.stats import MINUTE
+from rocketmq_emulator.broker.state.stats import MINUTE
 from rocketmq_emulator.client import FIRST_OFFSET, Admin, Message, Producer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import KVTable

@@ -30,7 +30,7 @@ SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
 TRANS_CONSUMER_GROUP = SYSTEM_GROUP_PREFIX + "TRANS"
 #: system topics by name (TopicValidator.SYSTEM_TOPIC_PREFIX)
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-#: 5.x timer messages wait here for their delivery time (broker/timer.py); its progress is this group's offset
+#: 5.x timer messages wait here for their delivery time (broker/core/timer.py); its progress is this group's offset
 TIMER_TOPIC = SYSTEM_TOPIC_PREFIX + "wheel_timer"
 TIMER_GROUP = SYSTEM_GROUP_PREFIX + "TIMER"
 #: topics producers may never write (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET)

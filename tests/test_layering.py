@@ -405,4 +405,39 @@ def test_every_request_the_broker_sends_a_client_goes_through_broker2client():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in ("invoke", "invoke_oneway"):
                 offenders.append(f"{path.relative_to(root.parent)}:{node.lineno}")
-    assert not offenders, f"requests to clients outside broker/broker2client.py: {offenders}"
+    assert not offenders, f"requests to clients outside broker/core/broker2client.py: {offenders}"
+
+
+#: broker/ laid out by floor (README "How the code is laid out"), top to bottom: the process level (broker/*.py:
+#: the Emulator, the controller of one broker, the name server, the wire trace, ...), the fronts (handlers/, grpc/,
+#: dashboard/), the per-broker cores (core/) and the state they keep (state/). The configuration, read once into
+#: frozen objects, is read by every floor.
+CONFIGURATION = {"broker.config", "broker.settings", "broker.config_keys", "broker.clock"}
+FLOORS = {"state": 0, "core": 1, "front": 2, "process": 3}
+
+
+def _floor(module: str) -> str | None:
+    if not module.startswith("broker") or module in CONFIGURATION:
+        return None
+    if _front(module) is not None:
+        return "front"
+    part = module.split(".")[1] if "." in module else ""
+    return part if part in ("core", "state") else "process"
+
+
+def test_broker_floors_import_only_downwards():
+    """State imports no core, cores import no front, nothing below the process level imports the Emulator, the
+    controller or the other process-wide modules: a lower floor that needs something of a higher one takes a
+    Protocol of it (core/broker_context.py, core/broker_state.py)."""
+    graph = module_graph(("broker",))
+    offenders = sorted((m, t) for m, targets in graph.items() for t in targets
+                       if _floor(m) is not None and _floor(t) is not None and FLOORS[_floor(t)] > FLOORS[_floor(m)])
+    assert not offenders, f"a lower floor imports a higher one: {offenders}"
+    assert {_floor(m) for m in graph} == {None, "state", "core", "front", "process"}  # every floor is there
+
+
+def test_the_floor_rule_sees_an_upward_import():
+    assert _floor("broker.state.consumer_offset") == "state" and _floor("broker.core.pop.service") == "core"
+    assert _floor("broker.grpc.routes") == "front" and _floor("broker.emulator") == "process"
+    assert _floor("broker.settings") is None
+    assert FLOORS[_floor("broker.core.send_core")] > FLOORS[_floor("broker.state.stats")]

@@ -12,13 +12,13 @@ from rocketmq_emulator.protocol import BrokerError, PermName
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 from rocketmq_emulator.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, topic_problem
 
-from ..broker2client import ResetRequest
-from ..connections import drop_connections as close_connections
-from ..send_request import SendMessageRequest, SendMessageResponse
+from ..core.broker2client import ResetRequest
+from ..core.connections import drop_connections as close_connections
+from ..core.send_request import SendMessageRequest, SendMessageResponse
 from .views import Invalid, NotFound, find_message, number, timestamp_ms
 
 if TYPE_CHECKING:
-    from ..read_model import BrokerFront
+    from ..core.read_model import BrokerFront
 
 DASHBOARD_PRODUCER_GROUP = "rmq-emulator-dashboard"
 

@@ -24,7 +24,7 @@ from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
     from ..config import EmulatorConfig
-    from ..read_model import BrokerFront, ReadModel
+    from ..core.read_model import BrokerFront, ReadModel
 
 
 class EmulatorView(Protocol):

@@ -1,5 +1,5 @@
 """What the dashboard shows, as JSON-ready dicts read from the brokers of this process through each one's read
-model (broker/read_model.py: the same managers, store and functions the remoting requests and the gRPC front answer
+model (broker/core/read_model.py: the same managers, store and functions the remoting requests and the gRPC front answer
 from, so the numbers are admin topicStatus/consumerProgress's and the routes the name server's).
 Bad input raises `Invalid` (answered 400 with its message), a missing thing `NotFound` (404)."""
 
@@ -13,7 +13,7 @@ from rocketmq_emulator.protocol.message import MessageExt
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, dlq_topic, pop_retry_topic, retry_topic
 
 if TYPE_CHECKING:
-    from ..read_model import ReadModel
+    from ..core.read_model import ReadModel
 
 #: body bytes shown in a message's detail before it is marked truncated
 BODY_LIMIT = 64 * 1024

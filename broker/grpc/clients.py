@@ -15,7 +15,7 @@ from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 
-from ..read_model import BrokerFront
+from ..core.read_model import BrokerFront
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
 from .validate import Failure

@@ -21,10 +21,10 @@ from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, decode_message_id
 from rocketmq_emulator.protocol.topics import is_system_topic
 
-from ..pop.checkpoint import ReceiptHandle
-from ..pop.service import PopRequest
-from ..read_model import BrokerFront
-from ..send_request import SendMessageRequest
+from ..core.pop.checkpoint import ReceiptHandle
+from ..core.pop.service import PopRequest
+from ..core.read_model import BrokerFront
+from ..core.send_request import SendMessageRequest
 from . import converter as cv
 from . import routes
 from .answers import (DEFAULT_LONG_POLLING_MS, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,

@@ -17,7 +17,7 @@ from .validate import Failure
 
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.grpc_v2 import types as pb
-    from ..read_model import BrokerFront, TopicRoute
+    from ..core.read_model import BrokerFront, TopicRoute
 
 C = v2.Code
 T = v2.MessageType

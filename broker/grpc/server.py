@@ -10,7 +10,7 @@ import grpc
 
 from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
-from ..read_model import BrokerFront
+from ..core.read_model import BrokerFront
 from .converter import status
 from .messaging import MessagingService
 

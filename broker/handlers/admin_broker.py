@@ -19,13 +19,13 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from rocketmq_emulator.protocol.message import java_hash_set_order
 
 from ..config import Compat
-from ..connections import drop_connections
-from ..remarks import NOT_SET_ANY_RESPONSE_CODE
-from ..topic_config import alter_attributes, validate_topic
+from ..core.connections import drop_connections
+from ..core.remarks import NOT_SET_ANY_RESPONSE_CODE
+from ..state.topic_config import alter_attributes, validate_topic
 from .broker_stats import runtime_info
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.broker")
 

@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from rocketmq_emulator.store.results import STORED
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 LONG_MAX = 2 ** 63 - 1
 RESUME_FAILED = "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."

@@ -1,6 +1,6 @@
 """Broker configuration, consume-queue administration and ACL requests, answered as a 4.9.8 broker does:
 
-* GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25): broker/runtime_config.py;
+* GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25): broker/core/runtime_config.py;
 * QUERY_CONSUME_QUEUE (321), CLEAN_EXPIRED_CONSUMEQUEUE (306), CLEAN_UNUSED_TOPIC (316): store/queue_admin.py;
 * the ACL requests of a broker with `aclEnable=false` (this emulator never enforces ACL): 4.9.8 has no access
   validator then, so UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51) and
@@ -22,10 +22,10 @@ from rocketmq_emulator.protocol.java_texts import ACL_VALIDATOR_MISSING
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.queue_admin import clean_expired_consume_queues, clean_unused_topics, read_units
 
-from ..remarks import NOT_SET_ANY_RESPONSE_CODE
+from ..core.remarks import NOT_SET_ANY_RESPONSE_CODE
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.broker")
 

@@ -21,11 +21,11 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..config import Compat
-from ..stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
-from ..consume_stats import last_consumed_timestamp
+from ..state.stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
+from ..core.consume_stats import last_consumed_timestamp
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 # BrokerConfig's thread-pool queue capacities (4.9.8 defaults). This broker has no such pools: requests run on
 # the event loop in the order they are read, so it reports the queues as a real idle broker does (size 0, head

@@ -16,12 +16,12 @@ from rocketmq_emulator.protocol.headers import (GetProducerConnectionListRequest
 from rocketmq_emulator.protocol.topics import retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..client_manager import ClientChannelInfo
-from ..lock_manager import java_hash_set_order
-from ..filter.consumer_filter import SQL92, compile_problem
+from ..state.client_manager import ClientChannelInfo
+from ..state.lock_manager import java_hash_set_order
+from ..core.filter.consumer_filter import SQL92, compile_problem
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.clients")
 #: CHECK_CLIENT_CONFIG of an expression type no filter knows: 4.9.8 answers the JVM's text of the

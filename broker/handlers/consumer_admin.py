@@ -26,8 +26,8 @@ from rocketmq_emulator.protocol.message import decode_message_id
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
-    from ..client_manager import ClientChannelInfo
-    from ..broker_context import BrokerContext
+    from ..state.client_manager import ClientChannelInfo
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.clients")
 

@@ -22,7 +22,7 @@ from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnecti
 from ..config import Compat
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 
 class ConsumerManageProcessor:
@@ -49,7 +49,7 @@ class ConsumerManageProcessor:
                                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
     def update_consumer_offset(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        """(With write-through, broker/write_through.py holds the answer until the commit is durable.)"""
+        """(With write-through, broker/core/write_through.py holds the answer until the commit is durable.)"""
         h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
         gi = self.broker.consumer_manager.get(h.consumer_group)
         # who, for the dashboard's offset history: a consumer of the group, or a tool (mqadmin, importOffsets)

@@ -19,7 +19,7 @@ from rocketmq_emulator.store.results import STORED
 
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 
 class ConsumerSendBackProcessor:

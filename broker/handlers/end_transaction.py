@@ -1,5 +1,5 @@
 """END_TRANSACTION (37): a producer's decision on a half message, after its local transaction or when the broker
-checked back (reference: EndTransactionProcessor). The remoting front of broker/transaction.py; usually oneway
+checked back (reference: EndTransactionProcessor). The remoting front of broker/core/transaction.py; usually oneway
 (the Java client sends it so), answered when it is not."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from rocketmq_emulator.protocol.headers import EndTransactionRequestHeader
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 
 class EndTransactionProcessor:

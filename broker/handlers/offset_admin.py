@@ -21,13 +21,13 @@ from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, 
                                                 ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..broker2client import ResetRequest
+from ..core.broker2client import ResetRequest
 from ..config import Compat
-from ..consume_stats import consume_stats
-from ..remarks import NOT_SET_ANY_RESPONSE_CODE
+from ..core.consume_stats import consume_stats
+from ..core.remarks import NOT_SET_ANY_RESPONSE_CODE
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 
 class OffsetAdminProcessor:

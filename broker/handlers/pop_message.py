@@ -1,5 +1,5 @@
 """POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (5.x remoting): headers in,
-the POP core (broker/pop/service.py) does the work, responses out. A popped message carries its receipt handle
+the POP core (broker/core/pop/service.py) does the work, responses out. A popped message carries its receipt handle
 in the POP_CK property; "nothing to pop" after the poll time is PULL_NOT_FOUND, as upstream."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from rocketmq_emulator.protocol.pop_headers import (PROPERTY_POP_CK, AckMessageR
 from rocketmq_emulator.protocol.topics import pop_retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..pop.checkpoint import ReceiptHandle
-from ..pop.service import PoppedMessage, PopRequest
+from ..core.pop.checkpoint import ReceiptHandle
+from ..core.pop.service import PoppedMessage, PopRequest
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 
 def record_with_handle(popped: PoppedMessage) -> bytes:

@@ -1,5 +1,5 @@
 """PULL_MESSAGE (reference §9.2-9.6): the pre-checks, the subscription and its filter, then the read in the consume
-core (broker/consume_core.py: resets, the store read, offsets, OFFSET_MOVED_EVENT, statistics), its outcome as a
+core (broker/core/consume_core.py: resets, the store read, offsets, OFFSET_MOVED_EVENT, statistics), its outcome as a
 response code, and long polling."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..broadcast_offset import session_of
-from ..consume_checks import check_consume
-from ..consume_core import Outcome, ReadRequest
-from ..filter.consumer_filter import SQL92
-from ..filter.tags import parse_tag_expression
-from ..long_polling import PullRequest
-from ..remarks import suggest_todo
+from ..state.broadcast_offset import session_of
+from ..core.consume_checks import check_consume
+from ..core.consume_core import Outcome, ReadRequest
+from ..core.filter.consumer_filter import SQL92
+from ..core.filter.tags import parse_tag_expression
+from ..core.long_polling import PullRequest
+from ..core.remarks import suggest_todo
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.pull")
 

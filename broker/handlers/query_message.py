@@ -12,7 +12,7 @@ from rocketmq_emulator.protocol.java_texts import negative_limit
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 DEFAULT_QUERY_MAX_NUM = 32
 

@@ -31,10 +31,10 @@ from rocketmq_emulator.protocol.message import (PROPERTY_MESSAGE_REPLY_TO_CLIENT
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.results import STORED
 
-from ..send_request import SendMessageRequest
+from ..core.send_request import SendMessageRequest
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 log = logging.getLogger("rocketmq_emulator.reply")
 

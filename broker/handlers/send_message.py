@@ -1,5 +1,5 @@
 """SEND_MESSAGE (10, long names), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320), reference §9.1: the
-remoting front of the send path (broker/send_core.py). It only translates: the header and body into a
+remoting front of the send path (broker/core/send_core.py). It only translates: the header and body into a
 SendMessageRequest, the SendMessageResponse back into a response with the SendMessageResponseHeader's fields.
 
 Batch or not is decided by the header's `batch` flag (C++ sends batches as 310 with `m=true`).
@@ -15,10 +15,10 @@ from rocketmq_emulator.protocol.headers import SendMessageResponseHeader, decode
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..send_request import SendMessageRequest, SendMessageResponse
+from ..core.send_request import SendMessageRequest, SendMessageResponse
 
 if TYPE_CHECKING:
-    from ..broker_context import BrokerContext
+    from ..core.broker_context import BrokerContext
 
 _SUCCESS = ResponseCode.SUCCESS
 _JSON = SerializeType.JSON

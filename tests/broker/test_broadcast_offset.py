@@ -1,10 +1,10 @@
-"""The broadcast offset store's rules (broker/broadcast_offset.py), on a fake clock: which pull is a client's
+"""The broadcast offset store's rules (broker/state/broadcast_offset.py), on a fake clock: which pull is a client's
 first of a queue, where it resumes, what survives an expiry and what a clean stop records."""
 
 from __future__ import annotations
 
-from rocketmq_emulator.broker.broadcast_offset import BroadcastOffsetManager, session_of
-from rocketmq_emulator.broker.consumer_offset import ConsumerOffsetManager
+from rocketmq_emulator.broker.state.broadcast_offset import BroadcastOffsetManager, session_of
+from rocketmq_emulator.broker.state.consumer_offset import ConsumerOffsetManager
 
 T, G, C = "Bc", "bcg", "10.0.0.1@DEFAULT"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_emulator.broker.grpc.validate import Failure, check_message_type, fifo_queue
-from rocketmq_emulator.broker.topic_config import alter_attributes, topic_message_type
+from rocketmq_emulator.broker.state.topic_config import alter_attributes, topic_message_type
 from rocketmq_emulator.protocol import BrokerError
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 

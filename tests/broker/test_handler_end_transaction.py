@@ -1,4 +1,4 @@
-"""END_TRANSACTION (broker/handlers/end_transaction.py, broker/transaction.py) without sockets: a half message is
+"""END_TRANSACTION (broker/handlers/end_transaction.py, broker/core/transaction.py) without sockets: a half message is
 stored out of consumers' sight, a decision that names it exactly commits or rolls it back, and one that does not
 gets upstream's remark."""
 

@@ -1,4 +1,4 @@
-"""INVOKE_BROKER_TO_RESET_OFFSET and GET_CONSUME_STATS (broker/handlers/offset_admin.py, broker/broker2client.py)
+"""INVOKE_BROKER_TO_RESET_OFFSET and GET_CONSUME_STATS (broker/handlers/offset_admin.py, broker/core/broker2client.py)
 without sockets: README "Resetting a group's offsets" and "Consume progress: ready and inflight"."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""LOCK_BATCH_MQ's answer lists the granted queues in the order 4.9.8's HashSet iterates them (broker/lock_manager.py);
+"""LOCK_BATCH_MQ's answer lists the granted queues in the order 4.9.8's HashSet iterates them (broker/state/lock_manager.py);
 the expected orders are what the real 4.9.8 broker answered in the parity scenario lock_batch."""
 
-from rocketmq_emulator.broker.lock_manager import java_hash_set_order
+from rocketmq_emulator.broker.state.lock_manager import java_hash_set_order
 from rocketmq_emulator.protocol.bodies import MessageQueue
 
 

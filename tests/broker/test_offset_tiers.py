@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from rocketmq_emulator.broker.config_file import load_config_file, write_config_file
-from rocketmq_emulator.broker.consumer_offset import ConsumerOffsetManager
-from rocketmq_emulator.broker.offset_journal import OffsetJournal
+from rocketmq_emulator.broker.state.config_file import load_config_file, write_config_file
+from rocketmq_emulator.broker.state.consumer_offset import ConsumerOffsetManager
+from rocketmq_emulator.broker.state.offset_journal import OffsetJournal
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 
 #: consumerOffset.json as a 4.9.x broker writes it (fastjson pretty form, bare numeric queue ids, no dataVersion)

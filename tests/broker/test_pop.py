@@ -1,4 +1,4 @@
-"""POP consumption through the remoting codes (broker/handlers/pop_message.py on the core broker/pop/service.py),
+"""POP consumption through the remoting codes (broker/handlers/pop_message.py on the core broker/core/pop/service.py),
 without sockets: pop, ack, change-invisible, revive to the pop retry topic, the DLQ, orderly blocking, long
 polling, tag filters, consumerProgress's in-flight figure, and checkpoints surviving a restart."""
 

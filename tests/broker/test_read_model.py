@@ -1,4 +1,4 @@
-"""The read model (broker/read_model.py) is what the fronts read, so on a running emulator the dashboard's JSON API,
+"""The read model (broker/core/read_model.py) is what the fronts read, so on a running emulator the dashboard's JSON API,
 the gRPC endpoint's QueryRoute and the name server's route (what the broker registers) say the same of the same
 broker state: each topic's permission on a read-write broker, with a read-only topic, on a read-only broker; the
 topic lists, user or system by the one rule; and a POP group's un-acked messages, as the dashboard shows them,
@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from rocketmq_emulator.broker.emulator import Emulator
-from rocketmq_emulator.broker.read_model import BrokerFront, ReadModel
+from rocketmq_emulator.broker.core.read_model import BrokerFront, ReadModel
 from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.client import Admin
 from rocketmq_emulator.protocol.grpc_v2 import method_callable, v2

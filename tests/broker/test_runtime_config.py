@@ -1,4 +1,4 @@
-"""broker/runtime_config.py without a network: the properties text, checked updates, the config file and what a
+"""broker/core/runtime_config.py without a network: the properties text, checked updates, the config file and what a
 restart takes back from it (the same code answers mqadmin getBrokerConfig / updateBrokerConfig /
 getNamesrvConfig / updateNamesrvConfig, see integration_tests/test_mqadmin_admin.py)."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig, parse_properties
 from rocketmq_emulator.broker.settings import emulator_config
-from rocketmq_emulator.broker.runtime_config import BrokerConfiguration, NamesrvConfiguration
+from rocketmq_emulator.broker.core.runtime_config import BrokerConfiguration, NamesrvConfiguration
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 
 

@@ -1,4 +1,4 @@
-"""The send path's core (broker/send_core.py) without a socket: SendMessageRequests in, SendMessageResponses out,
+"""The send path's core (broker/core/send_core.py) without a socket: SendMessageRequests in, SendMessageResponses out,
 on a real store and the broker's real topic, group and statistics managers, as a second front (gRPC,
 transactions) would call it. Every outcome goes through handle_put_message_result: the answer, the statistics
 and the held pulls woken."""
@@ -11,12 +11,12 @@ import pytest
 
 from rocketmq_emulator.broker.clock import BrokerClock
 from rocketmq_emulator.broker.settings import emulator_config
-from rocketmq_emulator.broker.schedule import ScheduleMessageService
-from rocketmq_emulator.broker.send_core import SendMessageCore
-from rocketmq_emulator.broker.send_request import SendMessageRequest
-from rocketmq_emulator.broker.stats import QUEUE_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BrokerStatsManager
-from rocketmq_emulator.broker.subscription_group import SubscriptionGroupManager
-from rocketmq_emulator.broker.topic_config import TopicConfigManager
+from rocketmq_emulator.broker.core.schedule import ScheduleMessageService
+from rocketmq_emulator.broker.core.send_core import SendMessageCore
+from rocketmq_emulator.broker.core.send_request import SendMessageRequest
+from rocketmq_emulator.broker.state.stats import QUEUE_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BrokerStatsManager
+from rocketmq_emulator.broker.state.subscription_group import SubscriptionGroupManager
+from rocketmq_emulator.broker.state.topic_config import TopicConfigManager
 from rocketmq_emulator.protocol import BrokerError, ResponseCode
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
 from rocketmq_emulator.protocol.message import (BatchItem, MessageExt, create_message_id, encode_batch,

@@ -12,7 +12,7 @@ import pytest
 
 from rocketmq_emulator.broker.config import NewGroupOffset, OffsetDurability
 from rocketmq_emulator.broker.emulator import Emulator
-from rocketmq_emulator.broker.runtime_config import BrokerConfiguration
+from rocketmq_emulator.broker.core.runtime_config import BrokerConfiguration
 from rocketmq_emulator.broker.settings import SettingError, emulator_config, read_broker_conf, updated
 from rocketmq_emulator.cli.main import build_parser
 from rocketmq_emulator.cli.serve import ConfigError, config_from_args

@@ -1,4 +1,4 @@
-"""SQL92 property filters: RocketMQ's filter grammar and 4.9.8's evaluation rules (broker/filter/sql92.py)."""
+"""SQL92 property filters: RocketMQ's filter grammar and 4.9.8's evaluation rules (broker/core/filter/sql92.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emulator.broker.filter.consumer_filter import ConsumerFilterManager, compile_record_filter
-from rocketmq_emulator.broker.filter.sql92 import SQL92Error, compile_sql92
+from rocketmq_emulator.broker.core.filter.consumer_filter import ConsumerFilterManager, compile_record_filter
+from rocketmq_emulator.broker.core.filter.sql92 import SQL92Error, compile_sql92
 from rocketmq_emulator.protocol.message import MessageExt
 
 MSG = {"a": "7", "b": "2.5", "region": "eu", "TAGS": "TagA", "flag": "true", "name": "it's", "neg": "-3"}
@@ -94,7 +94,7 @@ def test_the_filter_manager_compiles_once_per_subscription_version():
 
 def test_the_parser_is_not_imported_by_the_broker_at_start():
     code = ("import sys; import rocketmq_emulator.broker.controller, rocketmq_emulator.broker.handlers.pull_message;"
-            "print('rocketmq_emulator.broker.filter.selector_parser' in sys.modules)")
+            "print('rocketmq_emulator.broker.core.filter.selector_parser' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""The broker statistics (broker/stats.py) on a driven clock: the minute/hour/day windows of a stats item, the
+"""The broker statistics (broker/state/stats.py) on a driven clock: the minute/hour/day windows of a stats item, the
 per-second store rates, the put latency percentiles and the morning totals, as 4.9.8 computes them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from time import perf_counter_ns
 
 import pytest
 
-from rocketmq_emulator.broker.stats import (BROKER_GET_NUMS, BROKER_PUT_NUMS, DAY, GROUP_GET_LATENCY, GROUP_GET_NUMS,
+from rocketmq_emulator.broker.state.stats import (BROKER_GET_NUMS, BROKER_PUT_NUMS, DAY, GROUP_GET_LATENCY, GROUP_GET_NUMS,
                                             GROUP_GET_SIZE, HOUR, MINUTE, QUEUE_GET_NUMS, QUEUE_PUT_NUMS,
                                             SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BrokerStatsManager)
 

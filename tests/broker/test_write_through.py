@@ -1,12 +1,12 @@
-"""broker/write_through.py: with write-through, a handler that wrote an offset is answered once the journal holds
+"""broker/core/write_through.py: with write-through, a handler that wrote an offset is answered once the journal holds
 the write; one that wrote none is answered at once; a failed journal write is a SYSTEM_ERROR answer."""
 
 from __future__ import annotations
 
 import asyncio
 
-from rocketmq_emulator.broker.consumer_offset import ConsumerOffsetManager
-from rocketmq_emulator.broker.write_through import answer_when_durable
+from rocketmq_emulator.broker.state.consumer_offset import ConsumerOffsetManager
+from rocketmq_emulator.broker.core.write_through import answer_when_durable
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 

@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Iterable
 from rocketmq_emulator.protocol import RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.transport import DispatchTable, Handler, RemotingConnection
 
-from .consumer_offset import ConsumerOffsetManager
+from ..state.consumer_offset import ConsumerOffsetManager
 
 
 def answer_when_durable(table: DispatchTable, offsets: ConsumerOffsetManager, *, skip: Iterable[int] = ()) -> None:

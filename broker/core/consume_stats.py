@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
 
-from .consumer_offset import BROADCAST_SUFFIX
+from ..state.consumer_offset import BROADCAST_SUFFIX
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_store import MessageStore

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ..config_file import open_database
+from ...state.config_file import open_database
 
 log = logging.getLogger("rocketmq_emulator.pop")
 

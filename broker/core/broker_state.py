@@ -5,7 +5,7 @@ against the controller that builds them (broker/controller.py imports them; they
 
 The two services that use each other are seen through the one method each needs: `DelayParking` (the send path
 parks a DELAY message) and `MessagePutting` (delayed delivery re-puts a due message). The request handlers take
-the wider `BrokerContext` (broker/broker_context.py), which adds the services themselves.
+the wider `BrokerContext` (broker/core/broker_context.py), which adds the services themselves.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ if TYPE_CHECKING:
     from rocketmq_emulator.store.message_store import MessageStore
     from rocketmq_emulator.store.results import GetMessageResult, PutMessageResult
 
-    from .broadcast_offset import BroadcastOffsetManager
-    from .clock import BrokerClock
-    from .client_manager import ConsumerManager, ProducerManager
-    from .config import BrokerConfig
-    from .consumer_offset import ConsumerOffsetManager
-    from .lock_manager import RebalanceLockManager
+    from ..state.broadcast_offset import BroadcastOffsetManager
+    from ..clock import BrokerClock
+    from ..state.client_manager import ConsumerManager, ProducerManager
+    from ..config import BrokerConfig
+    from ..state.consumer_offset import ConsumerOffsetManager
+    from ..state.lock_manager import RebalanceLockManager
     from .long_polling import PullRequestHoldService
     from .filter.consumer_filter import ConsumerFilterManager
-    from .stats import BrokerStatsManager
-    from .subscription_group import SubscriptionGroupManager
-    from .topic_config import TopicConfigManager
+    from ..state.stats import BrokerStatsManager
+    from ..state.subscription_group import SubscriptionGroupManager
+    from ..state.topic_config import TopicConfigManager
 
 
 class DelayParking(Protocol):
@@ -54,7 +54,7 @@ class MessageReading(Protocol):
 
 
 class TimerParking(Protocol):
-    """What the send path asks of the timer (broker/timer.py)."""
+    """What the send path asks of the timer (broker/core/timer.py)."""
 
     def park(self, topic: str, queue_id: int, props: dict[str, str], deliver_ms: int) -> tuple[str, int, int]: ...
 

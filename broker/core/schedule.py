@@ -23,7 +23,7 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_CONSUMER_GROUP, SCHEDULE_
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import STORED, GetMessageStatus
 
-from .config_file import load_config_file, write_config_file
+from ..state.config_file import load_config_file, write_config_file
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState

@@ -35,7 +35,7 @@ from rocketmq_emulator.store.results import STORED, PutMessageResult, PutMessage
 from .remarks import suggest_todo
 from .send_inner import InnerMessageBuilder
 from .send_request import SendMessageRequest, SendMessageResponse
-from .topic_config import validate_topic
+from ..state.topic_config import validate_topic
 
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.admin_bodies import TopicConfig

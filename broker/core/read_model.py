@@ -26,8 +26,8 @@ from rocketmq_emulator.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROU
 
 from .consume_stats import consume_stats
 from .runtime_config import registered_perm
-from .subscription_group import TOOL_GROUPS
-from .topic_config import topic_message_type
+from ..state.subscription_group import TOOL_GROUPS
+from ..state.topic_config import topic_message_type
 
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, SubscriptionGroupConfig, TopicConfig
@@ -36,13 +36,13 @@ if TYPE_CHECKING:
 
     from .broker2client import Broker2Client
     from .broker_context import BrokerContext
-    from .client_manager import ClientChannelInfo, ConsumerGroupInfo
-    from .config import BrokerConfig
+    from ..state.client_manager import ClientChannelInfo, ConsumerGroupInfo
+    from ..config import BrokerConfig
     from .consume_core import ConsumeCore
-    from .offset_history import OffsetEvent
+    from ..state.offset_history import OffsetEvent
     from .pop.service import PopService
     from .send_core import SendMessageCore
-    from .topic_config import TopicConfigManager
+    from ..state.topic_config import TopicConfigManager
     from .transaction import TransactionalMessageService
     from .transaction_check import TransactionalMessageCheckService
 
@@ -175,7 +175,7 @@ class ReadModel:
 
     # -- progress -----------------------------------------------------------------------------------
     def progress(self, group: str, topic: str | None = None) -> ConsumeStats:
-        """GET_CONSUME_STATS's numbers (broker/consume_stats.py)."""
+        """GET_CONSUME_STATS's numbers (broker/core/consume_stats.py)."""
         return consume_stats(self._b, group, topic)
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int:

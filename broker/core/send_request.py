@@ -1,4 +1,4 @@
-"""The send path's request and outcome (broker/send_core.py), apart from the path itself so that the modules
+"""The send path's request and outcome (broker/core/send_core.py), apart from the path itself so that the modules
 building messages from a request (send_inner.py) and the fronts translating it (handlers/send_message.py) name
 them without importing the path."""
 

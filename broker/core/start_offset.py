@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import NewGroupOffset
+from ..config import NewGroupOffset
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_lookup import MessageLookup
 
-    from .config import BrokerConfig
+    from ..config import BrokerConfig
 
 
 def young_queue_offset(config: BrokerConfig, store: MessageLookup, topic: str, queue_id: int, *,

@@ -29,7 +29,7 @@ from rocketmq_emulator.store.results import STORED, GetMessageStatus
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState
-    from .client_manager import ClientChannelInfo
+    from ..state.client_manager import ClientChannelInfo
 
 log = logging.getLogger("rocketmq_emulator.transaction")
 

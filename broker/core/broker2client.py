@@ -37,10 +37,10 @@ from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import GetConsumerStatusRequestHeader, ResetOffsetRequestHeader
 
-from .config import Compat
+from ..config import Compat
 
 if TYPE_CHECKING:
-    from .client_manager import ClientChannelInfo, ConsumerGroupInfo
+    from ..state.client_manager import ClientChannelInfo, ConsumerGroupInfo
     from .broker_state import BrokerState
 
 log = logging.getLogger("rocketmq_emulator.reset")
