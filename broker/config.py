@@ -170,6 +170,8 @@ class EmulatorConfig:
 
     @property
     def broker(self) -> BrokerConfig:
+    #: who may send destructive and emulator-only requests (broker/core/admin_guard.py): networks, None: everyone
+    admin_allowed_addresses: tuple[str, ...] | None = None
         """The first broker's (`serve`'s flags and broker.conf give it; the others are derived from it)."""
         return self.brokers[0]
 

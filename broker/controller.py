@@ -8,8 +8,8 @@ import importlib
 import logging
 import os
 import time
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Iterable
 
 import msgspec
@@ -17,41 +17,41 @@ import msgspec
 from rocketmq_emulator.protocol import RequestCode
 from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, TopicConfig
 from rocketmq_emulator.protocol.message import pack_host
+from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 from rocketmq_emulator.store.retention import newest_write_ms
 
-from .state.client_manager import ConsumerManager, ProducerManager
 from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
-from .state.config_file import write_config_files
-from .state.consumer_offset import ConsumerOffsetManager
-from .state.broadcast_offset import BroadcastOffsetManager
+from .core.admin_guard import AdminGuard
 from .core.broker2client import Broker2Client
+from .core.consume_core import ConsumeCore
+from .core.filter.consumer_filter import ConsumerFilterManager
+from .core.long_polling import PullRequestHoldService
+from .core.pop.service import PopService
+from .core.runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
+from .core.schedule import ScheduleMessageService
+from .core.send_core import SendMessageCore
+from .core.timer import TimerMessageService
+from .core.transaction import TransactionalMessageService
+from .core.transaction_check import TransactionalMessageCheckService
+from .core.write_through import answer_when_durable
 from .handlers.client_manage import ClientManageProcessor
 from .handlers.consumer_manage import ConsumerManageProcessor
 from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pop_message import PopMessageProcessor
 from .handlers.pull_message import PullMessageProcessor
 from .handlers.send_message import SendMessageProcessor
-from .state.lock_manager import RebalanceLockManager
-from .core.pop.service import PopService
-from .core.long_polling import PullRequestHoldService
 from .namesrv import RouteInfoManager
-from .core.runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
-from .core.schedule import ScheduleMessageService
-from .core.timer import TimerMessageService
-from .core.send_core import SendMessageCore
-from .core.consume_core import ConsumeCore
-from .core.filter.consumer_filter import ConsumerFilterManager
+from .state.broadcast_offset import BroadcastOffsetManager
+from .state.client_manager import ConsumerManager, ProducerManager
+from .state.config_file import write_config_files
+from .state.consumer_offset import ConsumerOffsetManager
+from .state.lock_manager import RebalanceLockManager
 from .state.stats import BrokerStatsManager
-from .core.transaction import TransactionalMessageService
-from .core.transaction_check import TransactionalMessageCheckService
 from .state.subscription_group import SubscriptionGroupManager
-from .core.write_through import answer_when_durable
-from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
-from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
-
 from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
@@ -70,11 +70,11 @@ DEFERRED_PROCESSORS = ("admin_broker:AdminBrokerProcessor", "broker_config:Broke
 class BrokerController:
     """One broker. `host`: the address to listen on (the process's); `vip_channel`: False keeps the VIP port
     closed whatever the config says (a broker started again that had none the first time); `namesrv_addr`: the
-    name server's address, reported by getBrokerConfig."""
+    name server's address, reported by getBrokerConfig; `admin_guard`: who may send admin requests."""
 
     def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None, *, host: str = "127.0.0.1",
                  vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "",
-                 clock: BrokerClock | None = None) -> None:
+                 clock: BrokerClock | None = None, admin_guard: AdminGuard | None = None) -> None:
         self.routes = routes
         #: now, for every broker-side timer (the Emulator's brokers share one; tests advance it)
         self.clock = clock or BrokerClock()
@@ -123,6 +123,8 @@ class BrokerController:
         table.defer(self._register_deferred_processors)
         if config.offset_durability is OffsetDurability.WRITE_THROUGH:  # no offset write answered before durable
             answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
+        if admin_guard is not None:  # before the VIP table is derived from it
+            admin_guard.protect(table)
         self.table = table
         self.configuration.on_change = self.config_changed
         java_remarks = config.compat is Compat.V4_9  # 4.9.8's Java exception texts as remarks (java_texts)
@@ -312,9 +314,8 @@ class BrokerController:
         waits on the disk."""
         offsets = self.consumer_offset_manager
         dirty = offsets.take_dirty()
-        jobs = [(path, data) for path, data in (
-            (offsets.path, dirty[0] if dirty is not None else None),
-            (self.schedule_service.path, self.schedule_service.take_changed())) if data is not None]
+        delays = (self.schedule_service.path, self.schedule_service.take_changed())
+        jobs = [(p, data) for p, data in ((offsets.path, dirty[0] if dirty else None), delays) if data is not None]
         if jobs:
             await self._in_worker(write_config_files, jobs)
         if dirty is not None:

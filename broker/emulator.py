@@ -19,11 +19,12 @@ from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingSer
 
 from .clock import BrokerClock
 from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig
-from .settings import rooted_at
 from .controller import BrokerController
+from .core.admin_guard import AdminGuard
+from .core.read_model import BrokerFront, ReadModel
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
-from .core.read_model import BrokerFront, ReadModel
+from .settings import rooted_at
 
 if TYPE_CHECKING:
     from .dashboard.server import DashboardServer
@@ -69,6 +70,9 @@ class Emulator:
         self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
         #: the brokers' one clock (fast-forward: `advance_time`)
         self.clock = BrokerClock()
+        #: who may send destructive and emulator-only requests (adminAllowedAddresses)
+        self.admin_guard = AdminGuard(config.admin_allowed_addresses)
+        self.admin_guard.protect(self.namesrv.table)
         self._fronts: dict[str, BrokerFront] = {}  # broker name -> its read model and write cores (_broker)
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
@@ -86,7 +90,8 @@ class Emulator:
 
     def _broker(self, config: BrokerConfig, vip_channel: bool = True) -> BrokerController:
         broker = BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
-                                  namesrv_addr=lambda: self.namesrv_addr, clock=self.clock)
+                                  namesrv_addr=lambda: self.namesrv_addr, clock=self.clock,
+                                  admin_guard=self.admin_guard)
         self._fronts[config.broker_name] = BrokerFront(ReadModel(broker), broker)
         return broker
 

@@ -31,8 +31,8 @@ from rocketmq_emulator.protocol.message import java_hash_set_order
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
 from .core.remarks import FAQ_SUFFIX
-from .namesrv_config import NamesrvConfigProcessor, load_kv_config, persist_kv_config
 from .core.runtime_config import NamesrvConfiguration
+from .namesrv_config import NamesrvConfigProcessor, load_kv_config, persist_kv_config
 
 
 log = logging.getLogger("rocketmq_emulator.namesrv")

@@ -16,8 +16,8 @@ from rocketmq_emulator.protocol import fastjson
 from rocketmq_emulator.protocol.bodies import Body
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from .state.config_file import load_config_file, write_config_file
 from .core.runtime_config import NamesrvConfiguration
+from .state.config_file import load_config_file, write_config_file
 
 log = logging.getLogger("rocketmq_emulator.namesrv")
 

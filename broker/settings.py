@@ -147,6 +147,43 @@ def _codes(value: Any) -> frozenset[int] | None:
 
 
 def _consume_queue_size(value: Any) -> int:
+def _networks(value: Any) -> tuple[str, ...] | None:
+    """`*` (everyone) or addresses and networks, comma-separated: 127.0.0.1,10.0.0.0/8,::1."""
+    if value is None or isinstance(value, tuple):
+        return value
+    if not isinstance(value, str):
+        raise _Problem(f"{value!r} is not text")
+    if value.strip() == "*":
+        return None
+    import ipaddress  # only when the setting is given
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise _Problem("no address given (use * for everyone)")
+    try:
+        return tuple(str(ipaddress.ip_network(v, strict=False)) for v in items)
+    except ValueError as exc:
+        raise _Problem(f"{exc} (addresses or networks, comma-separated, or *)") from None
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    """`dashboardAllowedHosts`: host names the dashboard also answers, `name` (any port) or `name:port`,
+    comma-separated (a sequence from code); lower case, an IPv6 address in brackets."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise _Problem(f"{value!r} is not host names, comma-separated")
+    out = []
+    for item in items:
+        text = _str(item).lower()
+        name, _, port = text.rpartition(":") if text.count(":") == 1 or "]:" in text else (text, "", "")
+        if not text:
+            continue
+        if not re.fullmatch(r"[a-z0-9_][a-z0-9_.-]*|\[[0-9a-f:.]+\]", name) or port and not (
+                port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+            raise _Problem(f"{item!r} is not a host name or name:port (no scheme or path; IPv6 in brackets)")
+        out.append(text)
+    return tuple(out)
+
+
     """Bytes, rounded up to whole 20-byte units as 4.9.8's getMappedFileSizeConsumeQueue does."""
     size = _number("int", 20, _INT32)(value)
     return -(-size // 20) * 20
@@ -190,7 +227,8 @@ _PROCESS: dict[str, Parse] = {
     "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool, "brokers": _number("int", 1, 26), "ephemeral": _bool,
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
-    "topics": _topics, "groups": _groups}
+    "topics": _topics, "groups": _groups,
+    "adminAllowedAddresses": _networks}
 #: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
 _BROKER: dict[str, Parse] = {
     "brokerName": _str, "brokerClusterName": _str, "listenPort": _PORT, "brokerIP1": _optional(_str),

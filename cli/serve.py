@@ -77,6 +77,10 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "dashboard-port": ("dashboardPort",
                        "serve the dashboard (pages and a JSON API) on this port (0 picks a free port); off by "
                        "default; needs the [dashboard] extra"),
+    "admin-allow": ("adminAllowedAddresses",
+                    "who may delete, update configs, wipe permissions, stop or start brokers, expire messages or "
+                    "advance time: addresses or networks, comma-separated (e.g. 127.0.0.1,::1); default * "
+                    "(everyone); others are answered NO_PERMISSION"),
     "dashboard-read-only": ("dashboardReadOnly", "true: the dashboard shows everything and changes nothing"),
     "min-invisible-time": ("minInvisibleTimeMillsForRecv",
                            "the shortest invisible time (ms) a 5.x receive may ask for (default 10000, as the 5.x "

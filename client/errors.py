@@ -30,7 +30,7 @@ _HINTS: dict[int, str] = {
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: "this broker version does not implement the request",
     ResponseCode.MESSAGE_ILLEGAL: "the message is too large or its properties are invalid; shrink it",
     ResponseCode.SERVICE_NOT_AVAILABLE: "the broker cannot store messages now (stopping, slave, or disk full)",
-    ResponseCode.NO_PERMISSION: "the topic or broker forbids this operation; check the topic's perm",
+    ResponseCode.NO_PERMISSION: "the topic's or broker's perm, or the broker's access control, forbids this",
     ResponseCode.TOPIC_NOT_EXIST: "create the topic first (rocketmq-emulator admin updateTopic -t TOPIC)",
     ResponseCode.TOPIC_EXIST_ALREADY: "the topic exists already",
     ResponseCode.QUERY_NOT_FOUND: "nothing matched the query",

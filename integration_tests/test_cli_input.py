@@ -31,6 +31,7 @@ BAD_VALUES = [
     ["serve", "--topic", "bad topic"],
     ["serve", "--group", "g/1"],
     ["serve", "--offset-durability", "sometimes"],
+    ["serve", "--admin-allow", "localhost"],
     ["health", "--timeout", "0"],
     ["seed", "-t", "T", "--messages", "0"],
     ["seed", "-t", "T", "--messages", "5", "--body-size", "9-3"],

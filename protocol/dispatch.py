@@ -18,6 +18,18 @@ Handler = Callable[[RemotingCommand, Any], "RemotingCommand | None | Awaitable[R
 RunHandler = Callable[[list[RemotingCommand], Any], "list[RemotingCommand | BaseException | bytes | None]"]
 
 
+class _AllBut:
+    """The codes skipped by a wrapper that applies to `chosen` alone: every code but those."""
+
+    __slots__ = ("chosen",)
+
+    def __init__(self, chosen: frozenset[int]) -> None:
+        self.chosen = chosen
+
+    def __contains__(self, code: object) -> bool:
+        return code not in self.chosen
+
+
 class DispatchTable:
     """One table from request code to handler; deferred families (`defer`) are loaded on the first miss, and
     `wrap_handlers` applies to the handlers they register too."""
@@ -27,7 +39,7 @@ class DispatchTable:
         self._handlers: dict[int, Handler] = {}
         self.runs: dict[int, RunHandler] = {}  # codes whose consecutive requests in one read go together
         self._deferred: list[Callable[[DispatchTable], None]] = []
-        self._wrappers: list[tuple[Callable[[Handler], Handler], frozenset[int]]] = []
+        self._wrappers: list[tuple[Callable[[Handler], Handler], frozenset[int] | _AllBut]] = []
         self._excluded: frozenset[int] = frozenset()  # `without`'s codes: never registered here
 
     def register(self, codes: int | Iterable[int], handler: Handler) -> None:
@@ -49,10 +61,15 @@ class DispatchTable:
         while self._deferred:
             self._deferred.pop(0)(self)
 
-    def wrap_handlers(self, wrap: Callable[[Handler], Handler], *, skip: Iterable[int] = ()) -> None:
-        """Replace every handler but those of `skip` with `wrap(handler)`, now and at every later `register`
-        (run handlers are left alone)."""
-        skipped = frozenset(int(c) for c in skip)
+    def wrap_handlers(self, wrap: Callable[[Handler], Handler], *, skip: Iterable[int] = (),
+                      only: Iterable[int] | None = None) -> None:
+        """Replace every handler but those of `skip` (or, with `only`, those of `only` alone) with
+        `wrap(handler)`, now and at every later `register` (run handlers are left alone)."""
+        if only is not None:
+            chosen = frozenset(int(c) for c in only)
+            skipped: frozenset[int] | _AllBut = _AllBut(chosen)
+        else:
+            skipped = frozenset(int(c) for c in skip)
         self._handlers = {c: h if c in skipped else wrap(h) for c, h in self._handlers.items()}
         self._wrappers.append((wrap, skipped))
 

@@ -361,13 +361,13 @@ class CommitLog:
             return pos
         fields = fixed.unpack_from(mm, pos)
         crc, head_phy, store_ts, bl = fields[2], fields[6], fields[11], fields[16]
-        p = pos + fixed.size + bl
+        p: int = pos + fixed.size + bl
         if head_phy != phy or bl < 0 or p + 1 > self.file_size:
             return pos
         p += 1 + mm[p]
         if p + 2 > self.file_size:
             return pos
-        p += 2 + _USHORT.unpack_from(mm, p)[0]
+        p += 2 + int(_USHORT.unpack_from(mm, p)[0])
         if p > self.file_size or zlib.crc32(mm[pos + fixed.size:pos + fixed.size + bl]) & 0x7FFFFFFF != crc:
             return pos
         while True:  # the put's other records: contiguous, valid, stored at the same instant

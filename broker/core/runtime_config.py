@@ -30,10 +30,10 @@ from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import DataVersion
 
 from ..config import BrokerConfig, Compat, parse_properties
-from ..state.config_file import write_config_file
 from ..config_keys import (BROKER_ALWAYS_BLACKLISTED, BROKER_KEYS, NAMESRV_ALWAYS_BLACKLISTED, NAMESRV_KEYS,
                           NOT_4_9_KEYS, value_problem)
 from ..settings import SETTINGS, SettingError, current, parse_value, text_of, updated
+from ..state.config_file import write_config_file
 
 if TYPE_CHECKING:
     from .broker_state import BrokerState

@@ -32,10 +32,10 @@ from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GRO
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import STORED, PutMessageResult, PutMessageStatus
 
+from ..state.topic_config import validate_topic
 from .remarks import suggest_todo
 from .send_inner import InnerMessageBuilder
 from .send_request import SendMessageRequest, SendMessageResponse
-from ..state.topic_config import validate_topic
 
 if TYPE_CHECKING:
     from rocketmq_emulator.protocol.admin_bodies import TopicConfig

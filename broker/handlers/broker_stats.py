@@ -21,8 +21,8 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..config import Compat
-from ..state.stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
 from ..core.consume_stats import last_consumed_timestamp
+from ..state.stats import DAY, HOUR, MINUTE, STORE_TPS_SPANS
 
 if TYPE_CHECKING:
     from ..core.broker_context import BrokerContext

@@ -16,9 +16,9 @@ from rocketmq_emulator.protocol.headers import (GetProducerConnectionListRequest
 from rocketmq_emulator.protocol.topics import retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from ..core.filter.consumer_filter import SQL92, compile_problem
 from ..state.client_manager import ClientChannelInfo
 from ..state.lock_manager import java_hash_set_order
-from ..core.filter.consumer_filter import SQL92, compile_problem
 
 if TYPE_CHECKING:
     from ..core.broker_context import BrokerContext

@@ -21,8 +21,8 @@ from rocketmq_emulator.protocol.headers import (GetConsumerStatusRequestHeader, 
                                                 ResetOffsetRequestHeader)
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..core.broker2client import ResetRequest
 from ..config import Compat
+from ..core.broker2client import ResetRequest
 from ..core.consume_stats import consume_stats
 from ..core.remarks import NOT_SET_ANY_RESPONSE_CODE
 

@@ -13,13 +13,13 @@ from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
-from ..state.broadcast_offset import session_of
 from ..core.consume_checks import check_consume
 from ..core.consume_core import Outcome, ReadRequest
 from ..core.filter.consumer_filter import SQL92
 from ..core.filter.tags import parse_tag_expression
 from ..core.long_polling import PullRequest
 from ..core.remarks import suggest_todo
+from ..state.broadcast_offset import session_of
 
 if TYPE_CHECKING:
     from ..core.broker_context import BrokerContext

@@ -76,7 +76,7 @@ def test_error_texts():
                          addr="127.0.0.1:10911")
     assert isinstance(err, BrokerResponseError) and err.code == 16 and err.remark.startswith("the topic")
     assert str(err) == ("send to 'T' failed at 127.0.0.1:10911: NO_PERMISSION (16): the topic[T] sending message "
-                        "is forbidden (the topic or broker forbids this operation; check the topic's perm)")
+                        "is forbidden (the topic's or broker's perm, or the broker's access control, forbids this)")
     assert isinstance(response_error(206, "x"), ConsumerNotOnlineError)
     assert "UNKNOWN" not in str(response_error(4242, "odd")) and "4242" in str(response_error(4242, "odd"))
 
