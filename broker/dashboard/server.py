@@ -2,9 +2,11 @@
 broker's event loop. Pages are static files of this package (no CDN, no build) that fetch the API and refresh
 when the server-sent event stream `/api/events` ticks (every second).
 
-Actions are POSTs with a JSON body and, when the browser sends an Origin, the same origin as the page (a
-cross-site form cannot send JSON without a CORS preflight, which is never granted); `read_only` refuses them
-(403) and the pages hide them. Bad input is answered 400 (404 for a missing thing) with `{"error": message}`.
+Every request first passes the Host check (hosts.py: another name, as a DNS rebinding sends, gets 421). Actions
+are POSTs with a JSON body (at most MAX_DEPTH levels deep) and, when the browser sends an Origin, the same origin
+as the page (a cross-site form cannot send JSON without a CORS preflight, which is never granted); `read_only`
+refuses them (403) and the pages hide them. Bad input is answered 400 (404 for a missing thing) with
+`{"error": message}`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
+import msgspec
 from aiohttp import web
 
 from . import actions, views
+from .hosts import HostCheck, host_middleware
 from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
@@ -47,10 +51,33 @@ class EmulatorView(Protocol):
 log = logging.getLogger("rocketmq_emulator.dashboard")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 STATIC = Path(str(resources.files(__package__).joinpath("static")))
+#: how deep an action's JSON body may nest (the actions take objects of plain values: 2 levels)
+MAX_DEPTH = 32
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, default=str))
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """An action's JSON body: an object at most MAX_DEPTH levels deep, else Invalid naming the problem (a body
+    the decoder refuses, one nested past its recursion limit included)."""
+    if not raw.strip():
+        return {}
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise Invalid(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise Invalid(f"the body is nested too deeply (at most {MAX_DEPTH} levels)") from None
+    if not isinstance(body, dict):
+        raise Invalid("the body must be a JSON object")
+    level: list[Any] = [body]
+    for _ in range(MAX_DEPTH):
+        level = [v for c in level for v in (c.values() if isinstance(c, dict) else c) if isinstance(v, (dict, list))]
+        if not level:
+            return body
+    raise Invalid(f"the body is nested too deeply (at most {MAX_DEPTH} levels)")
 
 
 @web.middleware
@@ -76,6 +103,9 @@ class DashboardServer:
         self.host = host
         self.port = port
         self.read_only = read_only
+        config = emulator.config
+        #: the Host check, made first (hosts.py)
+        self.hosts = HostCheck(host, config.broker.broker_ip1, config.dashboard_allowed_hosts)
         self._runner: web.AppRunner | None = None
         self._rates: dict[str, dict[str, float]] = {}
         self._last: dict[str, tuple[float, int, int]] = {}
@@ -84,7 +114,7 @@ class DashboardServer:
 
     # -- life cycle ---------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[_errors], client_max_size=8 * 1024 * 1024)
+        app = web.Application(middlewares=[host_middleware(self.hosts), _errors], client_max_size=8 * 1024 * 1024)
         get, post = app.router.add_get, app.router.add_post
         get("/", self.index)
         get("/api/overview", self.overview)
@@ -169,12 +199,7 @@ class DashboardServer:
                 return _json({"error": f"cross-origin request from {origin} refused"}, 403)
             if request.content_type != "application/json":
                 return _json({"error": "actions take a JSON body (Content-Type: application/json)"}, 415)
-            try:
-                body = await request.json() if request.can_read_body else {}
-            except ValueError:
-                raise Invalid("the body is not valid JSON") from None
-            if not isinstance(body, dict):
-                raise Invalid("the body must be a JSON object")
+            body = decode_body(await request.read())
             result = fn(self.broker(request), body, request)
             log.info("dashboard: %s %s", request.path, json.dumps(body)[:200])
             return _json(result)
