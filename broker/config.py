@@ -151,6 +151,8 @@ class EmulatorConfig:
     #: the dashboard (broker/dashboard/); None: off. read-only: its actions are refused and hidden
     dashboard_port: int | None = None
     dashboard_read_only: bool = False
+    #: names the dashboard answers besides IP addresses, localhost and --host (the Host check: `name` or `name:port`)
+    dashboard_allowed_hosts: tuple[str, ...] = ()
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO
@@ -164,14 +166,14 @@ class EmulatorConfig:
     topics: tuple[tuple[str, int], ...] = ()
     #: subscription groups created at start: `--group g1`, ROCKETMQ_EMULATOR_GROUPS="g1,g2"
     groups: tuple[str, ...] = ()
+    #: who may send destructive and emulator-only requests (broker/core/admin_guard.py): networks, None: everyone
+    admin_allowed_addresses: tuple[str, ...] | None = None
     brokers: tuple[BrokerConfig, ...] = (BrokerConfig(),)
     #: broker.conf keys that were not understood (logged once at start)
     unknown_keys: tuple[str, ...] = ()
 
     @property
     def broker(self) -> BrokerConfig:
-    #: who may send destructive and emulator-only requests (broker/core/admin_guard.py): networks, None: everyone
-    admin_allowed_addresses: tuple[str, ...] | None = None
         """The first broker's (`serve`'s flags and broker.conf give it; the others are derived from it)."""
         return self.brokers[0]
 

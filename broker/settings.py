@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -146,7 +147,6 @@ def _codes(value: Any) -> frozenset[int] | None:
         raise _Problem(str(exc)) from None
 
 
-def _consume_queue_size(value: Any) -> int:
 def _networks(value: Any) -> tuple[str, ...] | None:
     """`*` (everyone) or addresses and networks, comma-separated: 127.0.0.1,10.0.0.0/8,::1."""
     if value is None or isinstance(value, tuple):
@@ -184,6 +184,7 @@ def _hosts(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _consume_queue_size(value: Any) -> int:
     """Bytes, rounded up to whole 20-byte units as 4.9.8's getMappedFileSizeConsumeQueue does."""
     size = _number("int", 20, _INT32)(value)
     return -(-size // 20) * 20
@@ -224,7 +225,8 @@ def _snake(key: str) -> str:
 #: the process's settings (this emulator's own): key -> parser
 _PROCESS: dict[str, Parse] = {
     "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT),
-    "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool, "brokers": _number("int", 1, 26), "ephemeral": _bool,
+    "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool,
+    "dashboardAllowedHosts": _hosts, "brokers": _number("int", 1, 26), "ephemeral": _bool,
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
     "topics": _topics, "groups": _groups,

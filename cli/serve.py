@@ -82,6 +82,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
                     "advance time: addresses or networks, comma-separated (e.g. 127.0.0.1,::1); default * "
                     "(everyone); others are answered NO_PERMISSION"),
     "dashboard-read-only": ("dashboardReadOnly", "true: the dashboard shows everything and changes nothing"),
+    "dashboard-allowed-hosts": ("dashboardAllowedHosts",
+                                "host names the dashboard also answers (the Host header), comma-separated, name or "
+                                "name:port; IP addresses and localhost always are, other names get 421"),
     "min-invisible-time": ("minInvisibleTimeMillsForRecv",
                            "the shortest invisible time (ms) a 5.x receive may ask for (default 10000, as the 5.x "
                            "proxy; tests make it short)"),
