@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,8 @@ CQ_STORE_UNIT_SIZE = 20
 FILLER_SIZE = 0x7FFFFFFF
 _UNIT = CQ_UNIT = struct.Struct(">qiq")
 _INT = struct.Struct(">i")
+_NON_ZERO = re.compile(rb"[^\x00]")
+_WHOLE_UNITS = re.compile(rb"(?:.{8}(?!\x00\x00\x00\x00).{12})*", re.S)  # units whose size is not 0
 
 
 class ConsumeQueue:
@@ -55,11 +58,48 @@ class ConsumeQueue:
     def load(self) -> None:
         self.queue.load()
         files = self.queue.files
+        #: a unit of size 0 followed by written units in the last segment (not a torn tail: a crash of the
+        #: machine, a damaged file): (segment path, position, units written after it); recovery rebuilds the
+        #: queue from the commitlog from there (store/recovery.py) instead of dropping what follows
+        self.hole: tuple[str, int, int] | None = None
         if files:
             last = files[-1]
             last.wrote_position = last.flushed_position = self._find_end(last)
+            after = self._units_after(last, last.wrote_position + CQ_STORE_UNIT_SIZE)
+            if after:
+                self.hole = (last.path, last.wrote_position, after)
         self.min_logic_offset = 0  # as RocketMQ: 0 until correct_min_offset runs (at start-up)
         self._refresh_ends()
+
+    def find_hole(self) -> None:
+        """After a crash (recovery asks): a unit of size 0 inside the written prefix of the last segment, which
+        the binary search of `load` steps over. A C scan of the segment's written part; the queue then ends at
+        the hole (in memory) and `hole` says where, for recovery to rebuild from the commitlog."""
+        files = self.queue.files
+        if not files or self.hole is not None:
+            return
+        mf = files[-1]
+        end = mf.wrote_position
+        whole = _WHOLE_UNITS.match(mf.mm, 0, end)
+        pos = whole.end() - whole.end() % CQ_STORE_UNIT_SIZE if whole is not None else 0
+        if pos >= end:
+            return
+        self.hole = (mf.path, pos, self._units_after(mf, pos + CQ_STORE_UNIT_SIZE))
+        mf.wrote_position = mf.flushed_position = pos
+        self._refresh_ends()
+
+    def _units_after(self, mf: MappedFile, start: int) -> int:
+        """Units with a non-zero size from byte `start` of a segment to its end (only data extents are read)."""
+        count = 0
+        for lo, hi in data_extents(mf.path, start - start % CQ_STORE_UNIT_SIZE, self.file_size):
+            found = _NON_ZERO.search(mf.mm, max(lo, start), hi)  # a C scan: most segments end in zeros
+            if found is None:
+                continue
+            pos = found.start() - found.start() % CQ_STORE_UNIT_SIZE
+            while pos + CQ_STORE_UNIT_SIZE <= hi:
+                count += _INT.unpack_from(mf.mm, pos + 8)[0] != 0
+                pos += CQ_STORE_UNIT_SIZE
+        return count
 
     def _find_end(self, mf: MappedFile) -> int:
         """Byte position of the first unit with size 0 (binary search over the prefix of written units, which

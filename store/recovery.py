@@ -71,6 +71,7 @@ class RecoveryReport:
     dropped_cq_units: int = 0
     truncated_bytes: int = 0
     cut_valid_records: int = 0  # valid records cut after a bad one (recoveryCutInvalidRecords=true)
+    rebuilt_cq_units: int = 0  # consume-queue units rebuilt from the commitlog after a hole (ConsumeQueue.hole)
     duration_ms: float = 0.0
 
     def summary(self, kept_messages: int, queues: int) -> str:
@@ -118,13 +119,42 @@ def recover(store: RecoveredStore, abnormal: bool) -> RecoveryReport:
         report.mode = "normal"
         _set_end(cl, cp.clean_end_offset)
         cl.last_store_timestamp = cp.physic_msg_timestamp
+        _rebuild_after_holes(store, report)
     else:
         report.mode = "abnormal"
         report.reason = "abort file present" if abnormal else "checkpoint has no clean end"
+        for cq in store.consume_queues():
+            cq.find_hole()
+        _rebuild_after_holes(store, report)  # before the walk from the checkpoint, which would pad a hole
         _recover_abnormally(store, cp, report)
     report.commitlog_max_offset = cl.max_offset
     report.duration_ms = (time.perf_counter() - started) * 1000
     return report
+
+
+def _rebuild_after_holes(store: RecoveredStore, report: RecoveryReport) -> None:
+    """A consume queue whose last segment has a unit of size 0 followed by written units (a machine crash that
+    lost a page, a damaged file) is not cut there and left short: its units from the hole on are dispatched
+    again from the commitlog, the truth, and the file is named in a WARNING."""
+    cl = store.commitlog
+    delay_levels = parse_delay_levels(store.config.message_delay_level)
+    for cq in store.consume_queues():
+        if cq.hole is None:
+            continue
+        path, pos, after = cq.hole
+        cq.hole = None
+        start = cq.max_physic_offset if cq.max_physic_offset >= 0 else (
+            cl.queue.files[0].file_from_offset if cl.queue.files else 0)
+        rebuilt = 0
+        for phy, req, _mf, _pos, size in cl.scan(start, check_crc=False):
+            if req.queue_id == cq.queue_id and req.topic == cq.topic and req.sys_flag & 0xC in (0, 0x8):
+                tags = tags_code_of(req.topic, _properties(req.properties_raw), req.store_timestamp, delay_levels)
+                if cq.put(phy, size, tags, req.queue_offset):
+                    rebuilt += 1
+        report.rebuilt_cq_units += rebuilt
+        log.warning("%s: a unit of size 0 at position %d is followed by %d written units (not a torn tail); the "
+                    "queue was rebuilt from the commitlog from there: %d units, up to queue offset %d", path, pos,
+                    after, rebuilt, cq.max_offset_in_queue)
 
 
 def _end_is_plausible(cl: CommitLog, end: int) -> bool:
