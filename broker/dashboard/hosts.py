@@ -92,9 +92,9 @@ class HostCheck:
         key = "" if header is None else header[:100].lower()
         if key not in self._logged and len(self._logged) < MAX_LOGGED:
             self._logged.add(key)
-            log.warning("dashboard: refused %s (421); later requests for it are not logged", line)
+            log.warning("dashboard: answered 421, %s (logged once per host)", line)
         else:
-            log.debug("dashboard: refused %s (421)", shown)
+            log.debug("dashboard: answered 421 to %s", shown)
         return line
 
 
