@@ -126,3 +126,34 @@ async def test_controls_trace_and_bad_input(dash):
     status, advanced = await post(http, "/api/controls/advance", {"seconds": "3600"})
     assert status == 200 and advanced["offsetMillis"] == 3_600_000 and emu.clock.offset_ms == 3_600_000
     assert (await post(http, "/api/controls/advance", {"seconds": "-1"}))[0] == 400
+
+
+async def raw_get(port: int, target: str) -> bytes:
+    """A GET of this exact target (aiohttp's client would normalise the `..` away)."""
+    import asyncio
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
+async def test_what_held_cross_origin_and_form_posts_and_static_traversal_are_refused(dash):
+    """The probes of issue #35 that held, kept as tests: an action from another origin (403) or as a form (415)
+    changes nothing; a static path that climbs out of static/ serves no file of the package."""
+    emu, http = dash
+    port = emu.dashboard.port
+    async with http.post("/api/topics", json={"topic": "FromAfar"}, headers={"Origin": "http://evil.example"}) as r:
+        assert r.status == 403 and "cross-origin" in (await r.json())["error"]
+    async with http.post("/api/topics", data="topic=FromAForm",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"}) as r:
+        assert r.status == 415
+    async with http.post("/api/topics", data='{"topic": "AsText"}', headers={"Content-Type": "text/plain"}) as r:
+        assert r.status == 415
+    assert all(emu.read_model().topic(t) is None for t in ("FromAfar", "FromAForm", "AsText"))
+    assert (await raw_get(port, "/static/app.js")).startswith(b"HTTP/1.1 200")
+    for target in ("/static/../server.py", "/static/%2e%2e/server.py", "/static/..%2fserver.py",
+                   "/static/%2e%2e%2f%2e%2e%2fsettings.py", "/static//etc/passwd", "/static/..\\server.py"):
+        answer = await raw_get(port, target)
+        status = int(answer.split(b" ", 2)[1])
+        assert status in (400, 403, 404) and b"__future__" not in answer and b"root:" not in answer, target
