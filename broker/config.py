@@ -135,6 +135,10 @@ class BrokerConfig:
     #: the 5.x proxy's enableTopicMessageTypeCheck: a gRPC send whose message type is not its topic's (the topic
     #: attribute `message.type`, NORMAL when unset) is refused with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
     enable_topic_message_type_check: bool = True
+    #: 4.9.8's ACL (README "ACL"): every request is checked against the accounts of the plain ACL file, which is
+    #: `acl_plain_file` or, when unset, `<storePathRootDir>/config/plain_acl.yml` (broker/core/acl/)
+    acl_enable: bool = False
+    acl_plain_file: str | None = None
     store: MessageStoreConfig = field(default_factory=_default_store)
 
 
@@ -260,6 +264,28 @@ def parse_group_list(text: str) -> list[str]:
         if topic_problem(g) is not None:
             raise ValueError(f"group {g!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
         out.append(g)
+    return out
+
+
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def parse_host_list(text: str) -> list[str]:
+    """`a.example,B.example:8080,[::1]` -> host names in lower case, each `name` or `name:port` (an IPv6 address
+    in brackets): the dashboard's allowed hosts (broker/dashboard/hosts.py)."""
+    out = []
+    for entry in (e.strip().lower() for e in text.split(",")):
+        if not entry:
+            continue
+        name, _, port = entry.rpartition(":") if entry.count(":") == 1 or "]:" in entry else (entry, "", "")
+        try:
+            ok = ipaddress.IPv6Address(name[1:-1]) is not None if name[:1] == "[" and name[-1:] == "]" else (
+                bool(name) and set(name) <= _HOST_CHARS and name[0] not in ".-")
+        except ValueError:
+            ok = False
+        if not ok or port and not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+            raise ValueError(f"{entry!r} is not a host name or name:port (no scheme or path; IPv6 in brackets)")
+        out.append(entry)
     return out
 
 

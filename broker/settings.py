@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import enum
 import os
-import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -25,8 +24,8 @@ from rocketmq_emulator.protocol.topics import parse_delay_levels
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 
 from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, Compat, EmulatorConfig, LogLevel, NewGroupOffset,
-                     OffsetDurability, TraceFormat, parse_group_list, parse_properties, parse_topic_list,
-                     resolve_broker_ip1)
+                     OffsetDurability, TraceFormat, parse_group_list, parse_host_list, parse_properties,
+                     parse_topic_list, resolve_broker_ip1)
 from .config_keys import value_problem
 
 
@@ -166,22 +165,10 @@ def _networks(value: Any) -> tuple[str, ...] | None:
 
 
 def _hosts(value: Any) -> tuple[str, ...]:
-    """`dashboardAllowedHosts`: host names the dashboard also answers, `name` (any port) or `name:port`,
-    comma-separated (a sequence from code); lower case, an IPv6 address in brackets."""
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)):
-        raise _Problem(f"{value!r} is not host names, comma-separated")
-    out = []
-    for item in items:
-        text = _str(item).lower()
-        name, _, port = text.rpartition(":") if text.count(":") == 1 or "]:" in text else (text, "", "")
-        if not text:
-            continue
-        if not re.fullmatch(r"[a-z0-9_][a-z0-9_.-]*|\[[0-9a-f:.]+\]", name) or port and not (
-                port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
-            raise _Problem(f"{item!r} is not a host name or name:port (no scheme or path; IPv6 in brackets)")
-        out.append(text)
-    return tuple(out)
+    try:
+        return tuple(parse_host_list(value if isinstance(value, str) else ",".join(value)))
+    except (ValueError, TypeError) as exc:
+        raise _Problem(str(exc)) from None
 
 
 def _consume_queue_size(value: Any) -> int:
@@ -245,7 +232,8 @@ _BROKER: dict[str, Parse] = {
     "enablePropertyFilter": _bool, "transactionTimeOut": _number("long", 0, 2**63 - 1),
     "transactionCheckMax": _number("int", 1, _INT32), "transactionCheckInterval": _number("long", 1, 2**63 - 1),
     "rejectTransactionMessage": _bool, "popFromRetryProbability": _number("int", 0, 100),
-    "minInvisibleTimeMillsForRecv": _number("long", 0, 2**63 - 1), "enableTopicMessageTypeCheck": _bool}
+    "minInvisibleTimeMillsForRecv": _number("long", 0, 2**63 - 1), "enableTopicMessageTypeCheck": _bool,
+    "aclEnable": _bool, "aclPlainFile": _optional(_str)}
 #: its store's (Java's MessageStoreConfig)
 _STORE: dict[str, Parse] = {
     "storePathRootDir": _str, "mappedFileSizeCommitLog": _number("int", 4096, _INT32),
@@ -264,7 +252,7 @@ ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeCo
 #: broker.conf keys accepted and ignored: this process is always the one master of its broker, embeds its name
 #: server, and keeps the commitlog under storePathRootDir
 IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable",
-                "aclEnable", "storePathCommitLog")
+                "storePathCommitLog")
 
 #: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process
 BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort")

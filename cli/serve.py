@@ -91,6 +91,11 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "topic-message-type-check": ("enableTopicMessageTypeCheck",
                                  "true (default, as the 5.x proxy): a 5.x client's message must be of its topic's "
                                  "type (the topic attribute message.type, NORMAL when unset); false: any type"),
+    "acl-enable": ("aclEnable", "true: check every request against the accounts of the plain ACL file as "
+                                "RocketMQ 4.9.8 does (signed requests, permissions, admin accounts); false "
+                                "(default): no access control (README \"ACL\"); needs the [acl] extra"),
+    "acl-plain-file": ("aclPlainFile", "the plain ACL file with --acl-enable true (default "
+                                       "<store>/config/plain_acl.yml; created empty when missing)"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "
