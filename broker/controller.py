@@ -25,6 +25,8 @@ from rocketmq_emulator.store.retention import newest_write_ms
 
 from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
+from .core.acl import plain_acl_path
+from .core.acl.validator import PlainAccessValidator
 from .core.admin_guard import AdminGuard
 from .core.broker2client import Broker2Client
 from .core.consume_core import ConsumeCore
@@ -125,6 +127,12 @@ class BrokerController:
             answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
         if admin_guard is not None:  # before the VIP table is derived from it
             admin_guard.protect(table)
+        #: 4.9.8's ACL (aclEnable): every request of both tables checked against the plain ACL file; None when off
+        self.acl: PlainAccessValidator | None = None
+        if config.acl_enable:
+            self.acl = PlainAccessValidator(plain_acl_path(config))
+            self.acl.protect(table)  # outermost: checked before any other wrapper runs
+            table.defer(self._register_acl_admin)  # after the deferred families: replaces ACL-off answers
         self.table = table
         self.configuration.on_change = self.config_changed
         java_remarks = config.compat is Compat.V4_9  # 4.9.8's Java exception texts as remarks (java_texts)
@@ -276,6 +284,11 @@ class BrokerController:
             module, _, name = entry.partition(":")
             processor = getattr(importlib.import_module(f".handlers.{module}", __package__), name)
             processor(self).register(table)
+
+    def _register_acl_admin(self, table: DispatchTable) -> None:
+        from .handlers.acl_admin import AclAdminProcessor
+        assert self.acl is not None
+        AclAdminProcessor(self, self.acl).register(table)
 
     def _log_recovery(self) -> None:
         rec = self.store.recovery
