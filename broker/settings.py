@@ -167,7 +167,9 @@ def _networks(value: Any) -> tuple[str, ...] | None:
 def _hosts(value: Any) -> tuple[str, ...]:
     try:
         return tuple(parse_host_list(value if isinstance(value, str) else ",".join(value)))
-    except (ValueError, TypeError) as exc:
+    except TypeError:
+        raise _Problem(f"{value!r} is not host names") from None
+    except ValueError as exc:
         raise _Problem(str(exc)) from None
 
 
