@@ -1,0 +1,158 @@
+"""ACL with the official clients: the Java 4.9.8 client signing with AclClientRPCHook (integration_tests/java/src/
+AclClient.java) against a broker with aclEnable=true, mqadmin 4.9.8's ACL commands (mqadmin signs every request
+with the account of its conf/tools.yml, rocketmq2, an admin here), and `serve` refusing a bad ACL file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rocketmq_emulator.broker.core.acl.validator import RELOAD_CHECK_S
+from rocketmq_emulator.testing.command_line import COMMAND
+from rocketmq_emulator.testing.emulator_thread import EmulatorThread
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = Path(__file__).resolve().with_name("java") / "src" / "AclClient.java"
+
+ACCOUNTS = """\
+accounts:
+  - accessKey: app_user
+    secretKey: app_secret1
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - AclTopic=PUB|SUB
+      - ReadOnlyTopic=SUB
+    groupPerms:
+      - GID_acl=SUB
+  - accessKey: rocketmq2
+    secretKey: 12345678
+    admin: true
+"""
+
+
+@pytest.fixture(scope="module")
+def acl_java(java_clients):
+    """The Java clients with the ACL driver compiled next to the others."""
+    subprocess.run(["javac", "-nowarn", "--release", "8", "-cp", os.pathsep.join(java_clients.tools_cp[1:]),
+                    "-d", str(java_clients.classes), str(DRIVER)], check=True, capture_output=True, text=True)
+    return java_clients
+
+
+@pytest.fixture
+def acl_emulator(tmp_path):
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(ACCOUNTS)
+    emu = EmulatorThread(tmp_path / "store", aclEnable=True, aclPlainFile=str(acl_file),
+                         topics=[("AclTopic", 4), ("ReadOnlyTopic", 4)]).start()
+    try:
+        yield emu, acl_file
+    finally:
+        emu.close()
+
+
+def result(handle) -> dict:
+    events = handle.wait()
+    results = [e for e in events if e.get("event") == "result"]
+    assert results, handle.describe()
+    return results[-1] | {"events": events}
+
+
+def errors(outcome: dict) -> str:
+    return " ".join(e.get("error", "") for e in outcome["events"] if "error" in e)
+
+
+def test_the_right_key_sends_and_consumes(acl_emulator, acl_java, tmp_path):
+    emu, _ = acl_emulator
+    ns = emu.namesrv_addr
+    sent = result(acl_java.run("AclClient", "produce", ns, "app_user", "app_secret1", "AclTopic", 5, timeout=90,
+                               home=tmp_path / "p"))
+    assert sent["ok"] and sent["sent_ok"] == 5, sent
+    got = result(acl_java.run("AclClient", "consume", ns, "app_user", "app_secret1", "AclTopic", "GID_acl", 5, 60,
+                              timeout=90, home=tmp_path / "c"))
+    assert got["ok"] and got["consumed"] >= 5, got
+    assert sorted({e["body"] for e in got["events"] if e.get("event") == "consumed"}) == [f"acl-{i}" for i in range(5)]
+
+
+def test_a_wrong_secret_and_a_missing_permission_are_refused(acl_emulator, acl_java, tmp_path):
+    emu, _ = acl_emulator
+    ns = emu.namesrv_addr
+    wrong = result(acl_java.run("AclClient", "produce", ns, "app_user", "not-the-secret", "AclTopic", 1, timeout=90,
+                                home=tmp_path / "w"))
+    assert not wrong["ok"] and "Check signature failed for accessKey=app_user" in errors(wrong), wrong
+    denied = result(acl_java.run("AclClient", "produce", ns, "app_user", "app_secret1", "ReadOnlyTopic", 1,
+                                 timeout=90, home=tmp_path / "d"))
+    assert not denied["ok"] and "No default permission for topic:ReadOnlyTopic" in errors(denied), denied
+    assert emu.broker.store.get_max_offset_in_queue("ReadOnlyTopic", 0) == 0  # nothing stored
+
+
+def test_an_admin_only_request_needs_an_admin_account(acl_emulator, acl_java, tmp_path):
+    emu, _ = acl_emulator
+    ns, ba = emu.namesrv_addr, emu.broker.broker_addr
+    refused = result(acl_java.run("AclClient", "createTopic", ns, "app_user", "app_secret1", ba, "NewTopic",
+                                  timeout=90, home=tmp_path / "u"))
+    assert not refused["ok"] and "Need admin permission for request code=17, but accessKey=app_user is not" in \
+        refused["error"], refused
+    assert emu.broker.topic_config_manager.get("NewTopic") is None
+    made = result(acl_java.run("AclClient", "createTopic", ns, "rocketmq2", "12345678", ba, "NewTopic", timeout=90,
+                               home=tmp_path / "a"))
+    assert made["ok"], made
+    assert emu.broker.topic_config_manager.get("NewTopic") is not None
+
+
+def test_mqadmin_acl_commands(acl_emulator, acl_java):
+    emu, acl_file = acl_emulator
+    ns, ba = emu.namesrv_addr, emu.broker.broker_addr
+    update, version, white, delete, delete_again = acl_java.mqadmin_batch([
+        ["updateAclConfig", "-n", ns, "-b", ba, "-a", "newuser1", "-s", "newsecret1", "-i", "PUB",
+         "-t", "AclTopic=SUB,ReadOnlyTopic=PUB", "-m", "false"],
+        ["clusterAclConfigVersion", "-n", ns, "-c", "DefaultCluster"],
+        ["updateGlobalWhiteAddr", "-n", ns, "-b", ba, "-g", "10.10.10.*,10.10.11.*"],
+        ["deleteAclConfig", "-n", ns, "-b", ba, "-a", "app_user"],
+        ["deleteAclConfig", "-n", ns, "-b", ba, "-a", "app_user"],
+    ])
+    assert f"create or update plain access config to {ba} success." in update, update
+    assert "broker-a" in version and "Exception" not in version, version
+    assert f"update global white remote addresses to {ba} success." in white, white
+    assert f"delete plain access config account from {ba} success." in delete, delete
+    assert "CODE: 210" in delete_again and "The accesskey[app_user] corresponding to accessConfig has been deleted " \
+                                          "failed." in delete_again, delete_again
+    text = acl_file.read_text()
+    assert "newuser1" in text and "ReadOnlyTopic=PUB" in text and "app_user" not in text and "10.10.11.*" in text
+    acl = emu.broker.acl
+    assert set(acl.acl.accounts) == {"rocketmq2", "newuser1"} and acl.acl.data_version.counter == 3
+    # the version the file now holds is what clusterAclConfigVersion reports afterwards
+    [after] = acl_java.mqadmin_batch([["clusterAclConfigVersion", "-n", ns, "-c", "DefaultCluster"]])
+    assert "3" in after.split("broker-a", 1)[1], after
+
+
+def test_an_edit_on_disk_is_picked_up(acl_emulator, acl_java, tmp_path):
+    emu, acl_file = acl_emulator
+    acl_file.write_text(ACCOUNTS.replace("ReadOnlyTopic=SUB", "ReadOnlyTopic=PUB"))
+    time.sleep(RELOAD_CHECK_S + 0.5)  # the broker looks at the file's time at most this often
+    sent = result(acl_java.run("AclClient", "produce", emu.namesrv_addr, "app_user", "app_secret1", "ReadOnlyTopic",
+                               1, timeout=90, home=tmp_path / "e"))
+    assert sent["ok"], sent
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("accounts: [{accessKey: short, secretKey: 12345678}]", "cannot be null and length should longer than 6"),
+    ("accounts: [unclosed", "not YAML"),
+])
+def test_serve_refuses_a_bad_acl_file_in_one_line(tmp_path, content, problem):
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(content)
+    proc = subprocess.run([sys.executable, *COMMAND[1:], "serve", "--store-dir", str(tmp_path / "store"),
+                           "--namesrv-port", "0", "--broker-port", "0", "--acl-enable", "true",
+                           "--acl-plain-file", str(acl_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    [line] = [x for x in out.splitlines() if "error" in x.lower()]
+    assert str(acl_file) in line and problem in line, line
