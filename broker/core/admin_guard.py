@@ -57,6 +57,16 @@ class AdminGuard:
             return f"{name} needs an admin account (aclEnable=true)"
         return None
 
+    def action_refusal(self, what: str, remote_ip: str) -> str | None:
+        """The same rule for a dashboard action (`what`) from `remote_ip`: the dashboard has no accounts, so with
+        ACL on its admin actions are refused to everyone."""
+        if self.allowed is not None and not self._address_allowed(remote_ip):
+            return (f"{what} is refused to {remote_ip or 'an unknown address'}: admin actions are allowed only "
+                    f"from adminAllowedAddresses ({','.join(str(n) for n in self.allowed)})")
+        if self.is_admin is not None:
+            return f"{what} needs an admin account (aclEnable=true), which the dashboard cannot carry"
+        return None
+
     def _address_allowed(self, remote_ip: str) -> bool:
         assert self.allowed is not None
         try:

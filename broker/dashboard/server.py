@@ -28,6 +28,7 @@ from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
     from ..config import EmulatorConfig
+    from ..core.admin_guard import AdminGuard
     from ..core.read_model import BrokerFront, ReadModel
 
 
@@ -36,6 +37,7 @@ class EmulatorView(Protocol):
 
     config: EmulatorConfig
     stopped: set[str]
+    admin_guard: AdminGuard
 
     def fronts(self) -> Sequence[BrokerFront]:
         """The running brokers: each one's read model (what the pages show) and write cores (the actions)."""
@@ -129,16 +131,18 @@ class DashboardServer:
         get("/api/events", self.events)
         get("/api/trace", self.trace)
         post("/api/topics", self.action(lambda b, body, r: actions.create_topic(b, body)))
-        post("/api/topics/{topic}/delete", self.action(lambda b, body, r: actions.delete_topic(b, r.match_info["topic"])))
+        post("/api/topics/{topic}/delete", self.action(
+            lambda b, body, r: actions.delete_topic(b, r.match_info["topic"]), admin="deleting a topic"))
         post("/api/send", self.action(lambda b, body, r: actions.send(b, body)))
         post("/api/groups/{group}/reset/preview",
              self.action(lambda b, body, r: actions.reset_preview(b, r.match_info["group"], body), read=True))
         post("/api/groups/{group}/reset", self.action(lambda b, body, r: actions.reset(b, r.match_info["group"], body)))
         post("/api/resend", self.action(lambda b, body, r: actions.resend(b, body)))
-        post("/api/controls/expire", self.action(lambda b, body, r: actions.expire_now(b)))
-        post("/api/controls/drop-connections", self.action(lambda b, body, r: actions.drop_connections(b)))
+        post("/api/controls/expire", self.action(lambda b, body, r: actions.expire_now(b), admin="expiring messages"))
+        post("/api/controls/drop-connections", self.action(lambda b, body, r: actions.drop_connections(b),
+                                                           admin="dropping connections"))
         post("/api/controls/advance", self.action(lambda b, body, r: self.emulator.advance_time(
-            views.number(body.get("seconds"), "seconds"))))
+            views.number(body.get("seconds"), "seconds")), admin="advancing time"))
         app.router.add_static("/static", STATIC)
         return app
 
@@ -190,10 +194,14 @@ class DashboardServer:
         return self.broker(request).read
 
     def action(self, fn: Callable[[Any, dict[str, Any], web.Request], dict[str, Any]], *,
-               read: bool = False) -> Handler:
+               read: bool = False, admin: str | None = None) -> Handler:
+        """`admin`: the action destroys or controls (named so), and the admin guard decides who may."""
         async def handle(request: web.Request) -> web.StreamResponse:
             if self.read_only and not read:
                 return _json({"error": "the dashboard is read-only (--dashboard-read-only)"}, 403)
+            why = self.emulator.admin_guard.action_refusal(admin, request.remote or "") if admin else None
+            if why is not None:
+                return _json({"error": why}, 403)
             origin = request.headers.get("Origin")
             if origin is not None and origin != f"{request.scheme}://{request.host}":
                 return _json({"error": f"cross-origin request from {origin} refused"}, 403)

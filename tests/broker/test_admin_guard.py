@@ -95,3 +95,19 @@ async def test_the_allowed_addresses_and_the_default_may(tmp_path):
             assert "Orders" not in await admin.topic_list()
             await admin.advance_time(60)
             assert emu.clock.offset_ms == 60_000
+
+
+async def test_the_dashboards_destructive_actions_follow_the_same_rule(tmp_path):
+    import aiohttp
+
+    cfg = emulator_config(namesrv_port=0, listen_port=0, dashboard_port=0, topics="Orders:2",
+                          store_path_root_dir=str(tmp_path / "store"), admin_allowed_addresses=("10.0.0.0/8",))
+    async with Emulator(cfg) as emu, aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http:
+        for path, body in (("/api/topics/Orders/delete", {}), ("/api/controls/advance", {"seconds": 60}),
+                           ("/api/controls/expire", {}), ("/api/controls/drop-connections", {})):
+            async with http.post(path, json=body) as resp:
+                assert resp.status == 403, path
+                assert "adminAllowedAddresses" in (await resp.json())["error"]
+        assert emu.clock.offset_ms == 0 and emu.read_model().topic("Orders") is not None
+        async with http.post("/api/topics", json={"topic": "Payments", "queues": 2}) as resp:  # not destructive
+            assert resp.status == 200, await resp.text()
