@@ -6,7 +6,8 @@ controller registers them after broker_config.py's answers of a broker without A
   force at once; a refusal is the request's *_FAILED code with 4.9.8's text.
 * GET_BROKER_CLUSTER_ACL_INFO (52): the file's data version and the broker's name, address and cluster
   (mqadmin `clusterAclConfigVersion`).
-* GET_BROKER_CLUSTER_ACL_CONFIG (54, 5.x's): the accounts and the global white list as a JSON body.
+* GET_BROKER_CLUSTER_ACL_CONFIG (54, 5.x's): the accounts and the global white list as a JSON body (not
+  supported with `--compat 4.9`, as on 4.9.8).
 
 These requests pass the ACL check first, as any other (a signed request of any account, or a white address).
 """
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
+from ..config import Compat
 from ..core.acl import plain_acl
 from ..core.acl.permission import AclException
 
@@ -62,7 +64,8 @@ class AclAdminProcessor:
         table.register(RequestCode.DELETE_ACL_CONFIG, self.delete_access_config)
         table.register(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, self.acl_config_version)
         table.register(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, self.update_global_white_addrs)
-        table.register(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, self.acl_config)
+        if self.broker.config.compat is not Compat.V4_9:  # 4.9.8 has no such request: not supported there
+            table.register(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, self.acl_config)
 
     def update_access_config(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         ext = req.ext_fields or {}
