@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable
 
+import grpc
+
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rocketmq_emulator.protocol.topics import parse_delay_levels
@@ -18,6 +20,7 @@ from rocketmq_emulator.protocol.topics import parse_delay_levels
 from ..core.read_model import BrokerFront
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
+from .limits import Outbox
 from .validate import Failure
 
 if TYPE_CHECKING:
@@ -36,8 +39,9 @@ class ClientSession:
     client_type: int = 0
     group: str = ""
     topics: set[str] = field(default_factory=set)
-    #: server-to-client telemetry commands (transaction checks); None while no Telemetry stream is open
-    outbox: asyncio.Queue[Any] | None = None
+    #: server-to-client telemetry commands (settings replies, transaction checks); None while no Telemetry stream
+    #: is open
+    outbox: Outbox | None = None
     last_seen: float = field(default_factory=time.monotonic)
     #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
     #: NotifyClientTermination
@@ -77,7 +81,7 @@ class ClientSessions:
         md = dict(context.invocation_metadata() or ())
         s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
         if s is not None and s.outbox is not None:
-            s.outbox.put_nowait(None)
+            s.outbox.close()
         return v2.NotifyClientTerminationResponse(status=named(C.OK))
 
     # -- telemetry ----------------------------------------------------------------------------------
@@ -88,7 +92,7 @@ class ClientSessions:
         except Failure as exc:
             yield v2.TelemetryCommand(status=cv.status(exc.code, exc.message))
             return
-        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        outbox = Outbox()
         s.outbox = outbox
 
         async def read() -> None:
@@ -97,11 +101,16 @@ class ClientSessions:
                     if command is None:  # malformed: nothing to answer on this stream
                         continue
                     if command.HasField("settings"):
-                        outbox.put_nowait(v2.TelemetryCommand(status=cv.status(),
-                                                              settings=self.settings(s, command.settings)))
+                        reply = v2.TelemetryCommand(status=cv.status(), settings=self.settings(s, command.settings))
+                        if not outbox.offer(reply):
+                            if not outbox.closed:  # closed: the client ended its session, or the server stops
+                                await self._overflowed(s, outbox, context)
+                            return
+            except grpc.aio.AbortError:
+                pass
             except Exception as exc:  # noqa: BLE001 - the stream ended or broke
                 log.debug("telemetry of %s ended: %s", s.client_id, exc)
-            outbox.put_nowait(None)
+            outbox.close()
 
         reader = asyncio.ensure_future(read())
         try:
@@ -110,10 +119,24 @@ class ClientSessions:
                 if item is None:
                     return
                 yield item
+        except asyncio.CancelledError:  # the client went away (or the server stops): nothing to tell
+            log.debug("telemetry of %s cancelled", s.client_id)
+            raise
         finally:
             reader.cancel()
             if s.outbox is outbox:
                 s.outbox = None
+
+    @staticmethod
+    async def _overflowed(s: ClientSession, outbox: Outbox, context: Any) -> None:
+        """A client that sends and does not read its replies: its stream is closed with RESOURCE_EXHAUSTED (the
+        status follows the replies it has not read), one line logged."""
+        log.warning("Telemetry stream of client %s closed (RESOURCE_EXHAUSTED): %d commands (%d bytes) are waiting "
+                    "for it to read them; it keeps sending without reading", s.client_id, len(outbox), outbox.bytes)
+        outbox.close(drop=True)
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            f"the client does not read its Telemetry stream: more than {outbox.max_commands} commands"
+                            f" or {outbox.max_bytes} bytes waiting")
 
     def settings(self, s: ClientSession, given: pb.Settings) -> pb.Settings:
         """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
@@ -150,7 +173,7 @@ class ClientSessions:
 
     def check_transaction(self, half: Any) -> bool:
         """A half message's check-back to a 5.x producer of its topic (RecoverOrphanedTransactionCommand); False
-        when none has a Telemetry stream open."""
+        when none has a Telemetry stream open with room in its outbox (checked again at the next check)."""
         if half.properties.get(PROPERTY_PRODUCER_GROUP) != GRPC_PRODUCER_GROUP:
             return False
         for s in self.sessions.values():
@@ -159,12 +182,13 @@ class ClientSessions:
                 command.recover_orphaned_transaction_command.message.CopyFrom(cv.to_v2(half))
                 transaction_id = half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or half.offset_msg_id
                 command.recover_orphaned_transaction_command.transaction_id = transaction_id
+                if not s.outbox.offer(command):  # its outbox is full: another producer, or the next check
+                    continue
                 name = next((f.name for f in self.brokers()), "")
                 for f in self.brokers():
                     if f.read.message_at(half.commit_log_offset) is not None:
                         name = f.name
                         break
                 self.transactions[(half.topic, transaction_id)] = (name, half.commit_log_offset)
-                s.outbox.put_nowait(command)
                 return True
         return False

@@ -1,7 +1,9 @@
-"""`GrpcEndpoint`: a grpc.aio server on the broker's event loop serving MessagingService (messaging.py)."""
+"""`GrpcEndpoint`: a grpc.aio server on the broker's event loop serving MessagingService (messaging.py), within the
+memory bounds of limits.py."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable
@@ -12,6 +14,7 @@ from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_typ
 
 from ..core.read_model import BrokerFront
 from .converter import status
+from .limits import SEND_IN_FLIGHT, receive_limit
 from .messaging import MessagingService
 
 C = v2.Code
@@ -46,6 +49,19 @@ def _refusing_malformed(fn: Callable[..., Any], response: Any, server_streaming:
     return unary
 
 
+def _read_when_admitted(fn: Callable[..., Any], response: Any, admitted: asyncio.Semaphore) -> Callable[..., Any]:
+    """A unary RPC served as client-streaming (the same on the wire): its request is read only once `admitted`
+    lets it in, so requests beyond the semaphore's count wait unread (HTTP/2 flow control holds their bytes back
+    in the client)."""
+    refusing = _refusing_malformed(fn, response, server_streaming=False)
+
+    async def unary(request_iterator: Any, context: Any) -> Any:
+        async with admitted:
+            request = await context.read()
+            return await refusing(None if request is grpc.aio.EOF else request, context)
+    return unary
+
+
 class GrpcEndpoint:
     """`host`/`port`: where to listen (port 0: a free one, `port` once started); `advertised_host`: the host put
     in routes when a client sends no endpoints of its own."""
@@ -61,8 +77,11 @@ class GrpcEndpoint:
         self.service = MessagingService(brokers, lambda: (self.advertised_host, self.port))
         self._server: Any = None
         self._brokers = brokers
+        #: gRPC's maximum receive size (limits.receive_limit), set at start
+        self.max_receive = 0
 
     def _handlers(self) -> Any:
+        admitted = asyncio.Semaphore(SEND_IN_FLIGHT)
         handlers = {}
         for name in method_names():
             fn = getattr(self.service, name, None)
@@ -73,15 +92,20 @@ class GrpcEndpoint:
                     (False, True): grpc.unary_stream_rpc_method_handler,
                     (True, True): grpc.stream_stream_rpc_method_handler,
                     (True, False): grpc.stream_unary_rpc_method_handler}[(client_streaming, server_streaming)]
-            if not client_streaming:
+            if name == "SendMessage":  # the one request with bodies of up to maxMessageSize
+                fn, make = _read_when_admitted(fn, response, admitted), grpc.stream_unary_rpc_method_handler
+            elif not client_streaming:
                 fn = _refusing_malformed(fn, response, server_streaming)
             handlers[name] = make(fn, request_deserializer=_parser(request),
                                   response_serializer=response.SerializeToString)
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     async def start(self) -> None:
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
-                                          ("grpc.max_receive_message_length", 130 * 1024 * 1024)])
+        self.max_receive = receive_limit(f.read.config.store.max_message_size for f in self._brokers())
+        # no BDP probing: a stream's receive window stays at HTTP/2's 64 KiB until its request is read (then gRPC
+        # opens it to the message's size), so the SendMessage requests waiting for admission stay in their clients
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0),
+                                          ("grpc.max_receive_message_length", self.max_receive)])
         server.add_generic_rpc_handlers((self._handlers(),))
         bound = server.add_insecure_port(f"{self.host}:{self.port}")
         if bound == 0:
@@ -106,7 +130,7 @@ class GrpcEndpoint:
         if self._server is not None:
             for s in self.service.sessions.values():
                 if s.outbox is not None:
-                    s.outbox.put_nowait(None)
+                    s.outbox.close()
             await self._server.stop(0.5)
             self._server = None
 
