@@ -18,15 +18,21 @@ import enum
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from rocketmq_emulator.protocol.topics import parse_delay_levels
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 
 from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, Compat, EmulatorConfig, LogLevel, NewGroupOffset,
-                     OffsetDurability, TraceFormat, parse_group_list, parse_host_list, parse_properties,
-                     parse_topic_list, resolve_broker_ip1)
-from .config_keys import value_problem
+                     OffsetDurability, TraceFormat, parse_properties, resolve_broker_ip1)
+from .setting_values import INT as _INT
+from .setting_values import INT32 as _INT32
+from .setting_values import PORT as _PORT
+from .setting_values import Parse
+from .setting_values import Problem as _Problem
+from .setting_values import boolean as _bool, codes as _codes, consume_queue_size as _consume_queue_size
+from .setting_values import delay_levels as _delay_levels, delete_when as _delete_when, double as _double
+from .setting_values import enum_of as _enum, groups as _groups, hosts as _hosts, networks as _networks
+from .setting_values import number as _number, optional as _optional, string as _str, topics as _topics
 
 
 class SettingError(ValueError):
@@ -42,156 +48,6 @@ class UnreadableConf(ValueError):
     """A broker.conf that is not a properties text (not UTF-8)."""
 
 
-class _Problem(Exception):
-    pass
-
-
-Parse = Callable[[Any], Any]
-
-
-def _number(java: str, low: int, high: int) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
-        if isinstance(value, str):
-            problem = value_problem(java, value)  # Java's own rule for the type: 'abc' is not an int
-            if problem is not None:
-                raise _Problem(problem)
-            number = int(value.strip())
-        elif isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            raise _Problem(f"{value!r} is not a{'n' if java == 'int' else ''} {java}")
-        if not low <= number <= high:
-            raise _Problem(f"{number} is out of range ({low} to {high})")
-        return number
-    return parse
-
-
-def _double(value: Any) -> float:
-    if isinstance(value, str):
-        problem = value_problem("double", value)
-        if problem is not None:
-            raise _Problem(problem)
-        value = float(value)
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _Problem(f"{value!r} is not a number")
-    if not 0 < value < float("inf"):
-        raise _Problem(f"{value} is not a positive number")
-    return float(value)
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value_problem("bool", value) is None:
-        return value.strip().lower() == "true"
-    raise _Problem(f"{value!r} is not true or false")
-
-
-def _delete_when(value: Any) -> str:
-    """`deleteWhen`: the hours (00-23) when expired files are deleted, `;`-separated ("04", "01;13")."""
-    text = _str(value)
-    hours = text.split(";")
-    if not text or not all(h.strip().isdigit() and 0 <= int(h) <= 23 for h in hours):
-        raise _Problem(f"{text!r} is not hours of the day (00-23) separated by ';', e.g. 04 or 01;13")
-    return text
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, (str, Path)):
-        raise _Problem(f"{value!r} is not text")
-    return str(value).strip()
-
-
-def _optional(parse: Parse) -> Parse:
-    """None (or empty text) leaves the setting unset."""
-    return lambda value: None if value is None or value == "" else parse(value)
-
-
-def _enum(cls: type[enum.Enum]) -> Parse:
-    by_text = {m.value.lower(): m for m in cls}
-
-    def parse(value: Any) -> enum.Enum:
-        if isinstance(value, cls):
-            return value
-        member = by_text.get(str(value).strip().lower()) if isinstance(value, str) else None
-        if member is None:
-            raise _Problem(f"{value!r} is not one of {', '.join(m.value for m in cls)}")
-        return member
-    return parse
-
-
-def _topics(value: Any) -> tuple[tuple[str, int], ...]:
-    """`orders:8,payments` or, from code, [("orders", 8), ...]: checked by the one topic-list rule."""
-    text = value if isinstance(value, str) else ",".join(f"{name}:{queues}" for name, queues in value)
-    try:
-        return tuple(parse_topic_list(text))
-    except ValueError as exc:
-        raise _Problem(str(exc)) from None
-
-
-def _groups(value: Any) -> tuple[str, ...]:
-    try:
-        return tuple(parse_group_list(value if isinstance(value, str) else ",".join(value)))
-    except ValueError as exc:
-        raise _Problem(str(exc)) from None
-
-
-def _codes(value: Any) -> frozenset[int] | None:
-    if value is None or isinstance(value, frozenset):
-        return value
-    from rocketmq_emulator.protocol.trace import parse_codes  # the trace's code names: only when given
-    try:
-        return parse_codes(value) if isinstance(value, str) else frozenset(int(c) for c in value)
-    except (ValueError, TypeError) as exc:
-        raise _Problem(str(exc)) from None
-
-
-def _networks(value: Any) -> tuple[str, ...] | None:
-    """`*` (everyone) or addresses and networks, comma-separated: 127.0.0.1,10.0.0.0/8,::1."""
-    if value is None or isinstance(value, tuple):
-        return value
-    if not isinstance(value, str):
-        raise _Problem(f"{value!r} is not text")
-    if value.strip() == "*":
-        return None
-    import ipaddress  # only when the setting is given
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
-        raise _Problem("no address given (use * for everyone)")
-    try:
-        return tuple(str(ipaddress.ip_network(v, strict=False)) for v in items)
-    except ValueError as exc:
-        raise _Problem(f"{exc} (addresses or networks, comma-separated, or *)") from None
-
-
-def _hosts(value: Any) -> tuple[str, ...]:
-    try:
-        return tuple(parse_host_list(value if isinstance(value, str) else ",".join(value)))
-    except TypeError:
-        raise _Problem(f"{value!r} is not host names") from None
-    except ValueError as exc:
-        raise _Problem(str(exc)) from None
-
-
-def _consume_queue_size(value: Any) -> int:
-    """Bytes, rounded up to whole 20-byte units as 4.9.8's getMappedFileSizeConsumeQueue does."""
-    size = _number("int", 20, _INT32)(value)
-    return -(-size // 20) * 20
-
-
-def _delay_levels(value: Any) -> str:
-    text = " ".join(_str(value).split())
-    try:
-        if not parse_delay_levels(text):
-            raise ValueError("no level given")
-    except ValueError as exc:
-        raise _Problem(str(exc)) from None
-    return text
-
-
-_INT32 = 2**31 - 1
-_PORT = _number("int", 0, 65535)
-_INT = _number("int", -2**31, _INT32)
 
 
 @dataclass(frozen=True, slots=True)

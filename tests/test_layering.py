@@ -412,7 +412,7 @@ def test_every_request_the_broker_sends_a_client_goes_through_broker2client():
 #: the Emulator, the controller of one broker, the name server, the wire trace, ...), the fronts (handlers/, grpc/,
 #: dashboard/), the per-broker cores (core/) and the state they keep (state/). The configuration, read once into
 #: frozen objects, is read by every floor.
-CONFIGURATION = {"broker.config", "broker.settings", "broker.config_keys", "broker.clock"}
+CONFIGURATION = {"broker.config", "broker.settings", "broker.setting_values", "broker.config_keys", "broker.clock"}
 FLOORS = {"state": 0, "core": 1, "front": 2, "process": 3}
 
 
