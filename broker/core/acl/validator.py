@@ -23,7 +23,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import HeartbeatData
@@ -33,6 +33,7 @@ from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_to
 
 from ...state.config_file import write_config_file
 from . import plain_acl
+from .grpc_auth import grpc_credentials, grpc_resources
 from .permission import ADMIN_CODES, PUB, SUB, AclException, check_permission
 from .plain_acl import Account, PlainAcl
 from .signature import ACCESS_KEY, SIGNATURE, request_content, sign
@@ -172,16 +173,27 @@ class PlainAccessValidator:
     # -- the check ----------------------------------------------------------------------------------
     def validate(self, cmd: RemotingCommand, remote_ip: str) -> None:
         """PlainPermissionManager.validate of this request from `remote_ip`; AclException when refused."""
+        needed = resources(cmd)
+        ext = cmd.ext_fields or {}
+        self._validate(cmd.code, needed, ext.get(ACCESS_KEY), ext.get(SIGNATURE),
+                       lambda: request_content(ext, cmd.body), remote_ip)
+
+    def validate_grpc(self, metadata: Mapping[str, str], request: Any, remote_ip: str) -> None:
+        """The same for a 5.x client's gRPC request (grpc_auth.py): its `authorization` metadata signs its
+        `x-mq-date-time`; AclException when refused (the front answers PERMISSION_DENIED)."""
+        needed = grpc_resources(request)
+        access_key, signature, content = grpc_credentials(metadata)
+        self._validate(0, needed, access_key, signature, lambda: content, remote_ip)
+
+    def _validate(self, code: int, needed: dict[str, int], access_key: str | None, signature: str | None,
+                  content: Callable[[], bytes], remote_ip: str) -> None:
         now = time.monotonic()
         if now >= self._next_check:
             self._next_check = now + RELOAD_CHECK_S
             self.reload_if_changed()
-        needed = resources(cmd)
         acl = self.acl
         if any(match(remote_ip) for match in acl.global_white):
             return
-        ext = cmd.ext_fields or {}
-        access_key = ext.get(ACCESS_KEY)
         if access_key is None:
             raise AclException("No accessKey is configured", "validate:664")
         owned = acl.accounts.get(access_key)
@@ -189,11 +201,11 @@ class PlainAccessValidator:
             raise AclException(f"No acl config for {access_key}", "validate:668")
         if owned.matches_address(remote_ip):
             return
-        if sign(request_content(ext, cmd.body), owned.secret_key) != ext.get(SIGNATURE):
+        if sign(content(), owned.secret_key) != signature:
             raise AclException(f"Check signature failed for accessKey={access_key}", "validate:684")
         if needed.get(TRACE_TOPIC) == PUB:
             return
-        check_perm(cmd.code, needed, owned)
+        check_perm(code, needed, owned)
 
     def guard(self, handler: Handler) -> Handler:
         """`handler` behind the check: a refused request is answered SYSTEM_ERROR, its handler never runs."""
