@@ -70,3 +70,64 @@ def test_grpc_requests_are_checked_against_the_accounts(tmp_path):
     with pytest.raises(AclException, match="No default permission for topic:audit"):
         acl.validate_grpc(metadata(), audit, "127.0.0.1")
     acl.validate_grpc(metadata(), v2.QueryRouteRequest(topic=v2.Resource(name="audit")), "127.0.0.1")  # ANY
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    """What the guard uses of a grpc.aio context."""
+
+    def __init__(self, md: dict[str, str]) -> None:
+        self.md = md
+        self.status = None
+
+    def invocation_metadata(self):
+        return list(self.md.items())
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:50123"
+
+    async def abort(self, code, details):
+        self.status = (code, details)
+        raise Aborted(details)
+
+
+async def test_the_guard_of_a_method_refuses_with_permission_denied(tmp_path):
+    import grpc
+
+    from rocketmq_emulator.broker.core.acl.grpc_auth import guard_method, peer_ip
+    path = tmp_path / "plain_acl.yml"
+    path.write_text(ACL)
+    acl = PlainAccessValidator(path)
+    served = []
+
+    async def send(request, context):
+        served.append(request)
+        return "ok"
+    guarded = guard_method(send, False, False, acl)
+    request = v2.SendMessageRequest(messages=[v2.Message(topic=v2.Resource(name="orders"))])
+    assert await guarded(request, Context(metadata())) == "ok"
+    ctx = Context(metadata(sk="wrong-secret"))
+    with pytest.raises(Aborted):
+        await guarded(request, ctx)
+    assert ctx.status == (grpc.StatusCode.PERMISSION_DENIED, "Check signature failed for accessKey=app_user")
+    assert len(served) == 1
+
+    async def telemetry(commands, context):
+        async for command in commands:
+            yield command.WhichOneof("command")
+    stream = guard_method(telemetry, True, True, acl)
+
+    async def commands(*items):
+        for item in items:
+            yield item
+    publish = v2.TelemetryCommand(settings=v2.Settings(publishing=v2.Publishing(topics=[v2.Resource(name="orders")])))
+    assert [c async for c in stream(commands(publish), Context(metadata()))] == ["settings"]
+    audit = v2.TelemetryCommand(settings=v2.Settings(publishing=v2.Publishing(topics=[v2.Resource(name="audit")])))
+    ctx = Context(metadata())
+    with pytest.raises(Aborted):
+        [c async for c in stream(commands(publish, audit), ctx)]
+    assert ctx.status[1] == "No default permission for topic:audit"
+    assert peer_ip(Context({})) == "127.0.0.1"

@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Mapping
+import logging
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
 
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .permission import ANY, PUB, SUB, AclException
+
+if TYPE_CHECKING:
+    from .validator import PlainAccessValidator
+
+log = logging.getLogger("rocketmq_emulator.acl")
 
 DATE_TIME = "x-mq-date-time"
 AUTHORIZATION = "authorization"
@@ -119,3 +125,47 @@ def hex_signature(secret_key: str, date_time: str) -> str:
     import hmac
     return binascii.hexlify(hmac.new(secret_key.encode("utf-8"), date_time.encode("utf-8"),
                                      hashlib.sha1).digest()).decode("ascii")
+
+
+def peer_ip(context: Any) -> str:
+    """The client's address from a gRPC context's peer (`ipv4:127.0.0.1:5000`, `ipv6:[::1]:5000`)."""
+    kind, _, rest = (context.peer() or "").partition(":")
+    host = rest.rpartition(":")[0] if kind in ("ipv4", "ipv6") else rest
+    return host.strip("[]")
+
+
+def guard_method(fn: Callable[..., Any], client_streaming: bool, server_streaming: bool,
+                 validator: PlainAccessValidator) -> Callable[..., Any]:
+    """A MessagingService method behind the check (the proxy's AuthenticationInterceptor): each request (each
+    command of a Telemetry stream) is validated first; a refusal ends the call with PERMISSION_DENIED."""
+
+    async def check(request: Any, context: Any) -> None:
+        if request is None:  # malformed: the method answers it
+            return
+        try:
+            validator.validate_grpc(dict(context.invocation_metadata() or ()), request, peer_ip(context))
+        except AclException as exc:
+            import grpc  # the [grpc] extra: only a gRPC front calls this
+            log.info("ACL refused %s from %s: %s", request.DESCRIPTOR.name, context.peer(), exc.message)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, exc.message)
+
+    if client_streaming:  # Telemetry: every command
+        async def streaming(request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+            async def checked() -> AsyncIterator[Any]:
+                async for command in request_iterator:
+                    await check(command, context)
+                    yield command
+            async for item in fn(checked(), context):
+                yield item
+        return streaming
+    if server_streaming:
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            await check(request, context)
+            async for item in fn(request, context):
+                yield item
+        return stream
+
+    async def unary(request: Any, context: Any) -> Any:
+        await check(request, context)
+        return await fn(request, context)
+    return unary
