@@ -106,7 +106,7 @@ async def test_the_guard_of_a_method_refuses_with_permission_denied(tmp_path):
     async def send(request, context):
         served.append(request)
         return "ok"
-    guarded = guard_method(send, False, False, acl)
+    guarded = guard_method(send, False, False, acl.validate_grpc)
     request = v2.SendMessageRequest(messages=[v2.Message(topic=v2.Resource(name="orders"))])
     assert await guarded(request, Context(metadata())) == "ok"
     ctx = Context(metadata(sk="wrong-secret"))
@@ -118,7 +118,7 @@ async def test_the_guard_of_a_method_refuses_with_permission_denied(tmp_path):
     async def telemetry(commands, context):
         async for command in commands:
             yield command.WhichOneof("command")
-    stream = guard_method(telemetry, True, True, acl)
+    stream = guard_method(telemetry, True, True, acl.validate_grpc)
 
     async def commands(*items):
         for item in items:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping
 
 from rocketmq_emulator.protocol.topics import retry_topic
 
 from .permission import ANY, PUB, SUB, AclException
 
-if TYPE_CHECKING:
-    from .validator import PlainAccessValidator
+#: PlainAccessValidator.validate_grpc: (metadata, request, remote ip) -> None, AclException when refused
+Validate = Callable[[Mapping[str, str], Any, str], None]
 
 log = logging.getLogger("rocketmq_emulator.acl")
 
@@ -135,15 +135,16 @@ def peer_ip(context: Any) -> str:
 
 
 def guard_method(fn: Callable[..., Any], client_streaming: bool, server_streaming: bool,
-                 validator: PlainAccessValidator) -> Callable[..., Any]:
+                 validate: Validate) -> Callable[..., Any]:
     """A MessagingService method behind the check (the proxy's AuthenticationInterceptor): each request (each
-    command of a Telemetry stream) is validated first; a refusal ends the call with PERMISSION_DENIED."""
+    command of a Telemetry stream) is validated first (`validate`: a PlainAccessValidator's validate_grpc); a
+    refusal ends the call with PERMISSION_DENIED."""
 
     async def check(request: Any, context: Any) -> None:
         if request is None:  # malformed: the method answers it
             return
         try:
-            validator.validate_grpc(dict(context.invocation_metadata() or ()), request, peer_ip(context))
+            validate(dict(context.invocation_metadata() or ()), request, peer_ip(context))
         except AclException as exc:
             import grpc  # the [grpc] extra: only a gRPC front calls this
             log.info("ACL refused %s from %s: %s", request.DESCRIPTOR.name, context.peer(), exc.message)
