@@ -1,6 +1,7 @@
 """ACL with the official clients: the Java 4.9.8 client signing with AclClientRPCHook (integration_tests/java/src/
 AclClient.java) against a broker with aclEnable=true, mqadmin 4.9.8's ACL commands (mqadmin signs every request
-with the account of its conf/tools.yml, rocketmq2, an admin here), and `serve` refusing a bad ACL file."""
+with the account of its conf/tools.yml, rocketmq2, an admin here), the C++ client's session credentials, and
+`serve` refusing a bad ACL file."""
 
 from __future__ import annotations
 
@@ -139,6 +140,43 @@ def test_an_edit_on_disk_is_picked_up(acl_emulator, acl_java, tmp_path):
     sent = result(acl_java.run("AclClient", "produce", emu.namesrv_addr, "app_user", "app_secret1", "ReadOnlyTopic",
                                1, timeout=90, home=tmp_path / "e"))
     assert sent["ok"], sent
+
+
+CPP_PRODUCER = """\
+import sys
+from rocketmq.client import Message, Producer
+ns, ak, sk, topic = sys.argv[1:5]
+producer = Producer("PID_cpp_acl")
+producer.set_namesrv_addr(ns)
+producer.set_session_credentials(ak, sk, "ALIYUN")
+producer.start()
+message = Message(topic)
+message.set_body("cpp-acl")
+try:
+    print("SENT", producer.send_sync(message).status)
+except Exception as exc:
+    print("ERROR", exc)
+producer.shutdown()
+"""
+
+
+def test_the_cpp_client_signs_with_its_session_credentials(acl_emulator, tmp_path):
+    """The C++ client (rocketmq 0.4.4) signs as AclClientRPCHook does, with its OnsChannel field among the signed
+    ones: the right secret sends, a wrong one stores nothing."""
+    pytest.importorskip("rocketmq.client")
+    emu, _ = acl_emulator
+    script = tmp_path / "cpp_acl_producer.py"
+    script.write_text(CPP_PRODUCER)
+
+    def send(secret: str) -> str:
+        proc = subprocess.run([sys.executable, str(script), emu.namesrv_addr, "app_user", secret, "AclTopic"],
+                              capture_output=True, text=True, timeout=90, cwd=tmp_path,
+                              env={**os.environ, "HOME": str(tmp_path)})
+        return proc.stdout
+    assert "SENT 0" in send("app_secret1")  # SendStatus.OK
+    assert "ERROR" in send("not-the-secret")
+    stored = sum(emu.broker.store.get_max_offset_in_queue("AclTopic", q) for q in range(4))
+    assert stored == 1
 
 
 @pytest.mark.parametrize("content, problem", [
