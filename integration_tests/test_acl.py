@@ -130,7 +130,8 @@ def test_mqadmin_acl_commands(acl_emulator, acl_java):
     assert set(acl.acl.accounts) == {"rocketmq2", "newuser1"} and acl.acl.data_version.counter == 3
     # the version the file now holds is what clusterAclConfigVersion reports afterwards
     [after] = acl_java.mqadmin_batch([["clusterAclConfigVersion", "-n", ns, "-c", "DefaultCluster"]])
-    assert "3" in after.split("broker-a", 1)[1], after
+    [row] = [line.split() for line in after.splitlines() if line.startswith("DefaultCluster")]
+    assert row[1:5] == ["broker-a", ba, str(acl_file), "3"], after  # name, address, file, version counter
 
 
 def test_an_edit_on_disk_is_picked_up(acl_emulator, acl_java, tmp_path):
