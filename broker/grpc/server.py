@@ -49,6 +49,22 @@ def _refusing_malformed(fn: Callable[..., Any], response: Any, server_streaming:
     return unary
 
 
+class _ClientGone(logging.Filter):
+    """grpc.aio logs a write of a stream whose client went away (cancelled, disconnected, or never reading after
+    a RESOURCE_EXHAUSTED) as "ExecuteBatchError raised in core by servicer method" with a traceback when it sees
+    the failed write before the cancel: one DEBUG line of ours instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("ExecuteBatchError raised in core") and f"/{SERVICE}/" in text:
+            log.debug("a client went away mid-stream (%s)", text.rpartition(" ")[2])
+            return False
+        return True
+
+
+_CLIENT_GONE = _ClientGone()
+
+
 def _read_when_admitted(fn: Callable[..., Any], response: Any, admitted: asyncio.Semaphore) -> Callable[..., Any]:
     """A unary RPC served as client-streaming (the same on the wire): its request is read only once `admitted`
     lets it in, so requests beyond the semaphore's count wait unread (HTTP/2 flow control holds their bytes back
@@ -106,6 +122,7 @@ class GrpcEndpoint:
         # opens it to the message's size), so the SendMessage requests waiting for admission stay in their clients
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0),
                                           ("grpc.max_receive_message_length", self.max_receive)])
+        logging.getLogger("grpc._cython.cygrpc").addFilter(_CLIENT_GONE)  # once: addFilter keeps one of each
         server.add_generic_rpc_handlers((self._handlers(),))
         bound = server.add_insecure_port(f"{self.host}:{self.port}")
         if bound == 0:

@@ -41,7 +41,8 @@ settings.settings.client_type = v2.ClientType.PRODUCER
 settings.settings.publishing.topics.add(name="T")
 """
 
-#: sends settings for argv[2] seconds without reading a reply, then reads them all: the stream's end
+#: sends settings for argv[2] seconds without reading a reply, then reads them all to the stream's end (argv[3]
+#: "read") or goes away without reading any ("exit")
 GREEDY = CLIENT_HEAD + """
 seconds = float(sys.argv[2])
 sent = 0
@@ -53,6 +54,9 @@ def commands():
         yield settings
 call = telemetry(commands(), metadata=(("x-mq-client-id", "greedy-client"),))
 time.sleep(seconds + 0.2)
+if sys.argv[3] == "exit":
+    print(json.dumps(["EXIT", sent, 0, ""]), flush=True)
+    os._exit(0)
 read = 0
 try:
     for _ in call:
@@ -145,7 +149,7 @@ def grpc_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 async def test_a_telemetry_client_that_sends_without_reading_is_closed_with_resource_exhausted(emu, caplog):
     caplog.set_level(logging.DEBUG, "rocketmq_emulator.grpc")
-    (code, sent, read, details), grew = await run_client(GREEDY, emu.grpc.port, 2)
+    (code, sent, read, details), grew = await run_client(GREEDY, emu.grpc.port, 2, "read")
     print(f"greedy Telemetry client: sent {sent}, read {read}, {code}; broker RSS grew {grew:.1f} MB")
     assert code == "RESOURCE_EXHAUSTED", (code, sent, read)
     assert "does not read" in details and read < sent
@@ -183,18 +187,36 @@ async def test_many_sends_at_the_size_limit_at_once_are_read_a_few_at_a_time_and
     assert grew < 100, f"the broker grew {grew:.0f} MB"
 
 
+async def test_a_closed_telemetry_client_that_goes_away_without_reading_leaves_one_line(emu, caplog, capfd):
+    caplog.set_level(logging.DEBUG, "rocketmq_emulator.grpc")
+    (_, sent, _, _), grew = await run_client(GREEDY, emu.grpc.port, 2, "exit")
+    await stream_over(emu, "greedy-client")
+    await asyncio.sleep(0.5)
+    err = capfd.readouterr().err
+    print(f"greedy Telemetry client that exits: sent {sent}; broker RSS grew {grew:.1f} MB")
+    assert grew < 150, f"the broker grew {grew:.0f} MB"
+    assert not any(r.exc_info for r in grpc_records(caplog)), [r.getMessage() for r in grpc_records(caplog)]
+    assert "Traceback" not in err
+    [closed] = [r for r in grpc_records(caplog) if r.levelno >= logging.WARNING]
+    assert "greedy-client" in closed.getMessage() and "RESOURCE_EXHAUSTED" in closed.getMessage()
+
+
+async def stream_over(emu: Emulator, client_id: str) -> None:
+    """Until the broker has seen the end of the client's Telemetry stream."""
+    for _ in range(100):
+        session = emu.grpc.service.sessions.get(client_id)
+        if session is not None and session.outbox is None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the Telemetry stream of {client_id} is still open")
+
+
 @pytest.mark.parametrize("how", ["cancel", "exit"])
 async def test_a_client_leaving_mid_stream_logs_no_traceback(emu, caplog, capfd, how):
     caplog.set_level(logging.DEBUG)
     left, _ = await run_client(LEAVER, emu.grpc.port, how)
     assert left == "left"
-    for _ in range(100):  # the broker notices the stream's end
-        session = emu.grpc.service.sessions.get("leaving-client")
-        if session is not None and session.outbox is None:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the Telemetry stream of the client that left is still open")
+    await stream_over(emu, "leaving-client")
     await asyncio.sleep(0.5)
     records = grpc_records(caplog)
     assert not [r for r in records if r.exc_info or r.levelno >= logging.WARNING], \
