@@ -111,7 +111,8 @@ class BrokerController:
         self.stats = BrokerStatsManager(config.broker_cluster_name,
                                         lambda: (self.store.put_count, self.store.put_bytes))
         self.send_core = SendMessageCore(self)  # the send path of every front, send-backs and delayed deliveries
-        self.consume_core = ConsumeCore(self, self.broker2client.first_pull_since_told)  # the read path of every front
+        self.consume_core = ConsumeCore(self, self.broker2client.first_pull_since_told,  # the read path of every front
+                                        self.broker2client.settling)
         self.transactions = TransactionalMessageService(self)  # half messages, END_TRANSACTION
         self.transaction_check = TransactionalMessageCheckService(self, self.broker2client.check_transaction_state)
         self.pop_service = PopService(self, config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)

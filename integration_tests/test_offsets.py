@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from integration_tests.cppclient import produce, run_driver, start_driver
+from rocketmq_emulator.broker.core.broker2client import RESET_SETTLE_S
 from rocketmq_emulator.client import BROADCASTING, FIRST_OFFSET, Admin, Producer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand
 from rocketmq_emulator.testing.emulator_thread import held_pulls
@@ -443,7 +444,8 @@ def test_s6_a_consumer_that_ignores_broker_requests_is_reset_at_its_next_pull(em
             # told of the reset, its first pull from the old offset may have been under way: "nothing new"
             waited = await c.request(_raw_pull("Raw", 10, commit=10))
             assert (waited.code, waited.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
-            moved = await c.request(_raw_pull("Raw", 10, commit=10))  # the second proves it ignores the reset
+            await asyncio.sleep(RESET_SETTLE_S)
+            moved = await c.request(_raw_pull("Raw", 10, commit=10))  # once settled, it proves it ignores the reset
             assert (moved.code, moved.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "4")
             assert await asyncio.to_thread(committed) == 4  # the pulls' stale commit offset was not stored
             again = await c.request(_raw_pull("Raw", 4, commit=10))  # still carrying the stale offset
@@ -483,10 +485,12 @@ def test_s6_a_java_client_told_of_a_reset_applies_it_itself(emulator):
     assert after.code == R.PULL_NOT_FOUND and committed() == 10
 
 
-def test_s6_a_client_that_ignores_the_reset_is_moved_at_its_second_pull_from_the_old_offset(emulator):
+def test_s6_a_client_that_ignores_the_reset_is_moved_once_the_telling_has_settled(emulator):
     """A client told of a reset that keeps pulling from its old offset (ali-ons 3.x reports JAVA and ignores
     RESET_CONSUMER_CLIENT_OFFSET) is not applying it: its first pull from there is answered "nothing new" (it may
-    have been under way), its second is moved to the reset offset, and every message from there comes again."""
+    have been under way), and so is any other within RESET_SETTLE_S of the telling (a client applying the reset may
+    send one before its reset handler has paused the queue); its next one is moved to the reset offset, and every
+    message from there comes again."""
     from integration_tests.rawclient import RawClient
     from rocketmq_emulator.protocol import RequestCode, ResponseCode as R
     from rocketmq_emulator.protocol.message import decode_messages
@@ -497,19 +501,24 @@ def test_s6_a_client_that_ignores_the_reset_is_moved_at_its_second_pull_from_the
             await _consumed_ten(c, emulator, "Deaf", "deaf-client")
             await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Deaf", 0))
             first = await c.request(_raw_pull("Deaf", 10, commit=10))
+            settling = await c.request(_raw_pull("Deaf", 10, commit=10))
+            await asyncio.sleep(RESET_SETTLE_S)
             second = await c.request(_raw_pull("Deaf", 10, commit=10))
             again = await c.request(_raw_pull("Deaf", int(second.ext_fields["nextBeginOffset"])))
-            return first, second, again, [r async for r in _drain(c)]
-    first, second, again, requests = asyncio.run(scenario())
+            return first, settling, second, again, [r async for r in _drain(c)]
+    first, settling, second, again, requests = asyncio.run(scenario())
     assert RequestCode.RESET_CONSUMER_CLIENT_OFFSET in [r.code for r in requests]  # it was told
     assert (first.code, first.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+    assert (settling.code, settling.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
     assert (second.code, second.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "0")
     assert [m.body for m in decode_messages(again.body)] == [b"m%d" % i for i in range(10)]
 
 
 def test_s6_a_told_clients_held_pull_counts_as_its_first_pull_from_the_old_offset(emulator):
-    """The pull a reset wakes is the told client's first from its old offset: its next one from there shows it
-    ignores the reset and is moved at once (not answered "nothing new" a second time)."""
+    """The pull a reset wakes is the told client's first from its old offset. Its next one from there right away
+    (the suspend flag set) is what a client applying the reset sends when its pull thread beats its reset handler
+    (Go 2.1.2): it is held until the telling settles and answered "nothing new", never moved (a move would make
+    such a client apply the reset twice). A pull from there after that shows it ignores the reset: moved at once."""
     from integration_tests.rawclient import RawClient
     from rocketmq_emulator.protocol import ResponseCode as R
     create_topic(emulator, "HeldTold", 1)
@@ -521,9 +530,15 @@ def test_s6_a_told_clients_held_pull_counts_as_its_first_pull_from_the_old_offse
             assert await wait_for(lambda: emulator.call(lambda: emulator.broker.pull_hold_service.held_count()) == 1,
                                   10)
             await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "HeldTold", 3))
-            return await asyncio.wait_for(held, 10), await c.request(_raw_pull("HeldTold", 10, commit=10))
-    woken, next_pull = asyncio.run(scenario())
+            woken = await asyncio.wait_for(held, 10)
+            started = time.monotonic()
+            racing = await c.request(_raw_pull("HeldTold", 10, commit=10, suspend_ms=30_000))
+            waited = time.monotonic() - started
+            return woken, racing, waited, await c.request(_raw_pull("HeldTold", 10, commit=10))
+    woken, racing, waited, next_pull = asyncio.run(scenario())
     assert (woken.code, woken.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+    assert (racing.code, racing.remark) == (R.PULL_NOT_FOUND, "OFFSET_RESET_PENDING")
+    assert RESET_SETTLE_S - 0.5 < waited < RESET_SETTLE_S + 1  # held until the telling settled, not the 30 s
     assert (next_pull.code, next_pull.ext_fields["nextBeginOffset"]) == (R.PULL_OFFSET_MOVED, "3")
 
 
@@ -549,7 +564,7 @@ async def _drain(c):
 def test_s6_a_held_pull_at_reset_time_is_answered_with_the_reset(emulator):
     """Upstream issue #4206: a pull held (long polling) when the reset is made comes back with the old offset;
     here storing the reset wakes it at once with "nothing new" (it must not undo the reset), and the client's
-    next pull, still from the old offset, is moved to the reset offset."""
+    next pull once the telling has settled, still from the old offset, is moved to the reset offset."""
     from integration_tests.rawclient import RawClient
     from rocketmq_emulator.protocol import ResponseCode as R
     create_topic(emulator, "Held", 1)
@@ -565,6 +580,7 @@ def test_s6_a_held_pull_at_reset_time_is_answered_with_the_reset(emulator):
             await asyncio.to_thread(admin_call, emulator, lambda a: a.reset_offset("raw", "Held", 2))
             answer = await asyncio.wait_for(held, 10)
             waited = time.monotonic() - started
+            await asyncio.sleep(RESET_SETTLE_S)
             return answer, waited, await c.request(_raw_pull("Held", 6, commit=6))
     answer, waited, next_pull = asyncio.run(scenario())
     assert (answer.code, answer.remark, answer.ext_fields["nextBeginOffset"]) == (

@@ -2,7 +2,8 @@
 translates to it (PULL_MESSAGE and its held re-runs, POP from remoting and gRPC, QUERY_CONSUMER_OFFSET).
 
 - `read(ReadRequest)`: a pull. The pending server-side reset is decided here (a pull from the reset offset applies
-  it; a told client's first pull from elsewhere waits, any other is moved), then the broadcasting resume, then the
+  it; a told client's first pull from elsewhere waits, and so do its others while the telling settles; any other
+  is moved), then the broadcasting resume, then the
   store read; the store status becomes an `Outcome`; an illegal offset is corrected and recorded in
   OFFSET_MOVED_EVENT; the pull's commit, the pull offset (ready/inflight), the broadcasting client's offset, the
   offset history and the statistics are written here, once.
@@ -41,6 +42,8 @@ _S = GetMessageStatus
 _ILLEGAL = frozenset({_S.OFFSET_TOO_SMALL, _S.OFFSET_OVERFLOW_BADLY})
 #: a told client's first pull of a queue since: (group, topic, queue id, client id) -> True once
 FirstPullSinceTold = Callable[[str, str, int, str], bool]
+#: seconds left before a told client's pulls from its old offset may be moved: (group, topic, client id) -> seconds
+Settling = Callable[[str, str, str], float]
 
 
 class OffsetBook(Protocol):
@@ -61,6 +64,7 @@ class Outcome(enum.Enum):
     MOVED = "moved"  # an illegal offset, corrected (PULL_OFFSET_MOVED, recorded in OFFSET_MOVED_EVENT)
     RESET = "reset"  # moved by a pending reset or the broadcasting resume (PULL_OFFSET_MOVED, OFFSET_RESET)
     RESET_PENDING = "reset pending"  # a pull from the old offset while a told client applies a reset
+    RESET_SETTLING = "reset settling"  # the same, to be held `hold_s` (then answered as RESET_PENDING)
 
 
 @dataclass(slots=True)
@@ -89,12 +93,15 @@ class ReadResult:
     min_offset: int
     max_offset: int
     got: GetMessageResult | None = None
+    hold_s: float = 0.0  # RESET_SETTLING: how long the pull may be held before it is answered "nothing new"
 
 
 class ConsumeCore:
-    def __init__(self, broker: BrokerState, first_pull_since_told: FirstPullSinceTold) -> None:
+    def __init__(self, broker: BrokerState, first_pull_since_told: FirstPullSinceTold,
+                 settling: Settling = lambda group, topic, client_id: 0.0) -> None:
         self.broker = broker
         self.first_pull_since_told = first_pull_since_told
+        self.settling = settling
 
     # -- reads --------------------------------------------------------------------------------------
     def fetch(self, group: str, topic: str, queue_id: int, offset: int, max_nums: int,
@@ -126,14 +133,24 @@ class ConsumeCore:
         b = self.broker
         store = b.store
         reset = self._pending_reset(r) if b.config.use_server_side_reset_offset else None
-        if reset is not None and reset != r.offset and (  # (the told client's first pull counts, held or not)
-                self.first_pull_since_told(r.group, r.topic, r.queue_id, r.client_id) or held):
-            # a pull from the old offset that the reset woke (it was held) or that was under way when the client
-            # was told: "nothing new"; the client's next pull decides (from the reset offset if it applied
-            # RESET_CONSUMER_CLIENT_OFFSET; from the old one again if it ignores it: then it is moved)
-            return ReadResult(Outcome.RESET_PENDING, "OFFSET_RESET_PENDING", r.offset,
-                              store.get_min_offset_in_queue(r.topic, r.queue_id),
-                              store.get_max_offset_in_queue(r.topic, r.queue_id))
+        if reset is not None and reset != r.offset:
+            if self.first_pull_since_told(r.group, r.topic, r.queue_id, r.client_id) or held:
+                # (the told client's first pull counts, held or not) a pull from the old offset that the reset woke
+                # (it was held) or that was under way when the client was told: "nothing new"; the client's next
+                # pulls decide (from the reset offset if it applied RESET_CONSUMER_CLIENT_OFFSET; from the old one
+                # again, once the telling has settled, if it ignores it: then it is moved)
+                return ReadResult(Outcome.RESET_PENDING, "OFFSET_RESET_PENDING", r.offset,
+                                  store.get_min_offset_in_queue(r.topic, r.queue_id),
+                                  store.get_max_offset_in_queue(r.topic, r.queue_id))
+            settle = self.settling(r.group, r.topic, r.client_id)
+            if settle > 0:
+                # another pull from the old offset right after the telling: a client applying the reset sends one
+                # when its pull thread answers "nothing new" before its reset handler has paused the queue (Go
+                # 2.1.2); moved, it would apply the reset a second time. Held until the telling settles, then
+                # "nothing new"; a client that ignores the reset pulls from the old offset again and is moved
+                return ReadResult(Outcome.RESET_SETTLING, "OFFSET_RESET_PENDING", r.offset,
+                                  store.get_min_offset_in_queue(r.topic, r.queue_id),
+                                  store.get_max_offset_in_queue(r.topic, r.queue_id), hold_s=settle)
         if reset is not None or r.broadcasting:
             moved_to = self._override(r, reset is not None)
             if moved_to is not None:

@@ -34,7 +34,9 @@ _COMMIT_OFFSET, _SUSPEND, _SUBSCRIPTION = (int(PullSysFlag.COMMIT_OFFSET), int(P
 #: the answer to each outcome of a read (4.9.8's PullMessageProcessor; OFFSET_RESET as 5.x)
 _CODES = {Outcome.FOUND: _R.SUCCESS, Outcome.RETRY: _R.PULL_RETRY_IMMEDIATELY, Outcome.NOT_FOUND: _R.PULL_NOT_FOUND,
           Outcome.MOVED: _R.PULL_OFFSET_MOVED, Outcome.RESET: _R.PULL_OFFSET_MOVED,
-          Outcome.RESET_PENDING: _R.PULL_NOT_FOUND}
+          Outcome.RESET_PENDING: _R.PULL_NOT_FOUND, Outcome.RESET_SETTLING: _R.PULL_NOT_FOUND}
+#: the outcomes a pull with the suspend flag is held on (long polling)
+_HELD = frozenset({Outcome.NOT_FOUND, Outcome.RESET_SETTLING})
 
 
 class PullMessageProcessor:
@@ -94,8 +96,10 @@ class PullMessageProcessor:
         if result is None:
             raise BrokerError(_R.SYSTEM_ERROR, "store getMessage return null")
         outcome = result.outcome
-        if outcome is Outcome.NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
+        if outcome in _HELD and allow_suspend and sys_flag & _SUSPEND:
             hold_ms = h.suspend_timeout_millis if b.config.long_polling_enable else b.config.short_polling_time_mills
+            if outcome is Outcome.RESET_SETTLING:  # its re-run is answered "nothing new" (OFFSET_RESET_PENDING)
+                hold_ms = min(hold_ms, int(result.hold_s * 1000) + 1)
             pr = PullRequest(req, conn, h.queue_offset, codes, time.monotonic() + max(0, hold_ms) / 1000,
                              h.consumer_group)
             b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
