@@ -21,7 +21,6 @@ from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
-from rocketmq_emulator.store.retention import newest_write_ms
 
 from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
@@ -30,6 +29,7 @@ from .core.acl.validator import PlainAccessValidator
 from .core.admin_guard import AdminGuard
 from .core.broker2client import Broker2Client
 from .core.consume_core import ConsumeCore
+from .core.fast_forward import run_due_work
 from .core.filter.consumer_filter import ConsumerFilterManager
 from .core.long_polling import PullRequestHoldService
 from .core.pop.service import PopService
@@ -344,35 +344,11 @@ class BrokerController:
 
     # -- fast-forward ---------------------------------------------------------------------------------
     def run_due_work(self) -> dict[str, int]:
-        """After the clock moved: everything now due happens at once. Delayed and timed messages are delivered
-        in due order (the delay levels and the timer merged), POP messages past their invisible time revive,
-        transaction check-backs run, broadcasting clients expire, held pulls past their suspend time are
-        answered, and commitlog files older than fileReservedTime (by the clock) are deleted."""
-        done = {"delivered": 0, "revived": 0, "pullsAnswered": 0, "filesDeleted": 0}
-        now = self.clock.now_ms()
-        while True:
-            level = self.schedule_service.next_due()
-            timed = self.timer_service.next_due()
-            if level is not None and level[0] <= now and (timed is None or level[0] <= timed):
-                if not self.schedule_service.deliver_next(level[1]):
-                    break
-            elif timed is not None and timed <= now:
-                if self.timer_service.deliver_due(now_ms=timed) == 1.0:  # a put failed: try again later
-                    break
-            else:
-                break
-            done["delivered"] += 1
-        self.schedule_service.wake_all()
-        self.timer_service.wake()
-        done["revived"] = self.pop_service.revive(now)
-        self.transaction_check.check()
-        self.broadcast_offsets.scan()
-        done["pullsAnswered"] = self.pull_hold_service.expire_until(time.monotonic() + self.clock.offset_ms / 1000)
-        reserved_ms = self.config.store.file_reserved_time * 3600 * 1000
-        older_than = self.clock.real_at(now - reserved_ms)  # file times are real times
-        newest = newest_write_ms(self.store.commitlog)
-        done["filesDeleted"] = self.store.expire_files_now(older_than_ms=older_than, roll=0 < newest < older_than)
-        return done
+        """After the clock moved: everything now due happens at once (core/fast_forward.py)."""
+        return run_due_work(self.clock, self.store, self.config.store.file_reserved_time,
+                            schedule=self.schedule_service, timer=self.timer_service, pop=self.pop_service,
+                            transaction_check=self.transaction_check, broadcast_offsets=self.broadcast_offsets,
+                            held_pulls=self.pull_hold_service)
 
     def _register_periodically(self) -> None:
         self.register_with_namesrv()
