@@ -112,8 +112,9 @@ ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeCo
 IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable",
                 "storePathCommitLog")
 
-#: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process
-BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort")
+#: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process,
+#: and who may send admin requests
+BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort", "adminAllowedAddresses")
 
 _BY_FIELD = {s.name: s for s in SETTINGS.values()}
 

@@ -111,3 +111,13 @@ async def test_the_dashboards_destructive_actions_follow_the_same_rule(tmp_path)
         assert emu.clock.offset_ms == 0 and emu.read_model().topic("Orders") is not None
         async with http.post("/api/topics", json={"topic": "Payments", "queues": 2}) as resp:  # not destructive
             assert resp.status == 200, await resp.text()
+
+
+def test_a_broker_conf_may_set_the_allowed_addresses(tmp_path):
+    from rocketmq_emulator.broker.settings import read_broker_conf
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-a\nadminAllowedAddresses=127.0.0.1,10.0.0.0/8\n")
+    values, unknown = read_broker_conf(conf)
+    assert unknown == []
+    assert emulator_config(values).admin_allowed_addresses == ("127.0.0.1/32", "10.0.0.0/8")
