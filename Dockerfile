@@ -1,7 +1,7 @@
 # rocketmq-emulator: a RocketMQ name server + broker in one process, with the 5.x clients' gRPC endpoint on 8081
 # and the dashboard on 8080 (README "Docker").
 #   docker build -t rocketmq-emulator .
-#   docker run --rm -p 9876:9876 -p 10911:10911 -p 8081:8081 -p 8080:8080 rocketmq-emulator
+#   docker run --rm -p 127.0.0.1:9876:9876 -p 127.0.0.1:10911:10911 -p 127.0.0.1:8081:8081 -p 127.0.0.1:8080:8080 rocketmq-emulator
 # The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
