@@ -132,6 +132,7 @@ class BrokerController:
         self.acl: PlainAccessValidator | None = None
         if config.acl_enable:
             self.acl = PlainAccessValidator(plain_acl_path(config))
+            AdminGuard(None, is_admin=self.acl.is_admin).protect(table)  # admin requests: admin accounts only
             self.acl.protect(table)  # outermost: checked before any other wrapper runs
             table.defer(self._register_acl_admin)  # after the deferred families: replaces ACL-off answers
         self.table = table

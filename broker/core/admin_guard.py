@@ -31,6 +31,12 @@ ADMIN_REQUEST_CODES = frozenset(int(c) for c in (
     RequestCode.CLEAN_UNUSED_TOPIC, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, *EmulatorRequestCode))
 
+#: the ACL updates: with ACL on, 4.9.8's own rule decides them (any account the ACL lets through may send them),
+#: so the account check of the guard leaves them out; the address check covers them
+ACL_UPDATE_CODES = frozenset(int(c) for c in (
+    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
+    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG))
+
 IsAdmin = Callable[[RemotingCommand, str], bool]
 
 
@@ -76,9 +82,11 @@ class AdminGuard:
         return any(ip in net for net in self.allowed)
 
     def protect(self, table: DispatchTable) -> None:
-        """Guard `table`'s admin requests (those of request families it loads later included)."""
+        """Guard `table`'s admin requests (those of request families it loads later included); an account check
+        alone leaves the ACL updates to the ACL."""
         if self.active:
-            table.wrap_handlers(self._wrap, only=ADMIN_REQUEST_CODES)
+            codes = ADMIN_REQUEST_CODES if self.allowed is not None else ADMIN_REQUEST_CODES - ACL_UPDATE_CODES
+            table.wrap_handlers(self._wrap, only=codes)
 
     def _wrap(self, handler: Handler) -> Handler:
         def guarded(request: RemotingCommand, conn: RemotingConnection) -> Any:

@@ -121,3 +121,48 @@ def test_a_broker_conf_may_set_the_allowed_addresses(tmp_path):
     values, unknown = read_broker_conf(conf)
     assert unknown == []
     assert emulator_config(values).admin_allowed_addresses == ("127.0.0.1/32", "10.0.0.0/8")
+
+
+ACL_FILE = """\
+accounts:
+  - accessKey: tester01
+    secretKey: user-secret
+    admin: false
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+  - accessKey: admin001
+    secretKey: root-secret
+    admin: true
+"""
+
+
+async def test_with_acl_on_the_admin_requests_need_an_admin_account(tmp_path):
+    import asyncio
+
+    from rocketmq_emulator.broker.core.acl.signature import signed_fields
+    from rocketmq_emulator.protocol.emulator_requests import AdvanceTimeRequestHeader
+    from rocketmq_emulator.protocol.transport import RemotingConnection
+
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(ACL_FILE)
+    cfg = emulator_config(namesrv_port=0, listen_port=0, store_path_root_dir=str(tmp_path / "store"),
+                          acl_enable=True, acl_plain_file=str(acl))
+    loop = asyncio.get_running_loop()
+    async with Emulator(cfg) as emu:
+        _, namesrv = await loop.create_connection(lambda: RemotingConnection(None, name="t"), "127.0.0.1",
+                                                  emu.namesrv.port)
+        _, broker = await loop.create_connection(lambda: RemotingConnection(None, name="t"), "127.0.0.1",
+                                                 emu.broker.server.port)
+        advance = AdvanceTimeRequestHeader(millis=60_000).to_ext()
+        for conn, code, ext in ((namesrv, EmulatorRequestCode.ADVANCE_TIME, advance),
+                                (broker, EmulatorRequestCode.DROP_CONNECTIONS, {})):
+            r = await conn.invoke(RemotingCommand.request(code, signed_fields(ext, b"", "tester01", "user-secret")), 10)
+            assert r.code == ResponseCode.NO_PERMISSION and "needs an admin account" in r.remark, r
+            forged = await conn.invoke(RemotingCommand.request(code, signed_fields(ext, b"", "admin001", "wrong!!!")), 10)
+            assert forged.code != ResponseCode.SUCCESS, forged  # the broker's ACL refuses it first (bad signature)
+            assert emu.clock.offset_ms == (60_000 if code == EmulatorRequestCode.DROP_CONNECTIONS else 0)
+            if code == EmulatorRequestCode.ADVANCE_TIME:
+                r = await conn.invoke(RemotingCommand.request(code, signed_fields(ext, b"", "admin001", "root-secret")), 10)
+                assert r.code == ResponseCode.SUCCESS and emu.clock.offset_ms == 60_000
+        namesrv.close()
+        broker.close()
