@@ -77,6 +77,7 @@ class Emulator:
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
         if self.broker.acl is not None:  # with ACL on, the name server's test controls need an admin account too
             AdminGuard(None, is_admin=self.broker.acl.is_admin).protect(self.namesrv.table)
+            self.admin_guard.accounts_required = True  # (and the dashboard's destructive actions are refused)
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
         self.dashboard: DashboardServer | None = None  # dashboard_port

@@ -47,6 +47,8 @@ class AdminGuard:
     def __init__(self, allowed: tuple[str, ...] | None, is_admin: IsAdmin | None = None) -> None:
         self.allowed = None if allowed is None else tuple(ipaddress.ip_network(a, strict=False) for a in allowed)
         self.is_admin = is_admin
+        #: ACL is on somewhere in the process: the dashboard, which carries no account, refuses admin actions
+        self.accounts_required = is_admin is not None
         self._warned: set[str] = set()
 
     @property
@@ -69,7 +71,7 @@ class AdminGuard:
         if self.allowed is not None and not self._address_allowed(remote_ip):
             return (f"{what} is refused to {remote_ip or 'an unknown address'}: admin actions are allowed only "
                     f"from adminAllowedAddresses ({','.join(str(n) for n in self.allowed)})")
-        if self.is_admin is not None:
+        if self.accounts_required:
             return f"{what} needs an admin account (aclEnable=true), which the dashboard cannot carry"
         return None
 

@@ -146,7 +146,7 @@ async def test_with_acl_on_the_admin_requests_need_an_admin_account(tmp_path):
     acl = tmp_path / "plain_acl.yml"
     acl.write_text(ACL_FILE)
     cfg = emulator_config(namesrv_port=0, listen_port=0, store_path_root_dir=str(tmp_path / "store"),
-                          acl_enable=True, acl_plain_file=str(acl))
+                          acl_enable=True, acl_plain_file=str(acl), dashboard_port=0)
     loop = asyncio.get_running_loop()
     async with Emulator(cfg) as emu:
         _, namesrv = await loop.create_connection(lambda: RemotingConnection(None, name="t"), "127.0.0.1",
@@ -166,3 +166,8 @@ async def test_with_acl_on_the_admin_requests_need_an_admin_account(tmp_path):
                 assert r.code == ResponseCode.SUCCESS and emu.clock.offset_ms == 60_000
         namesrv.close()
         broker.close()
+        import aiohttp
+
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http, \
+                http.post("/api/controls/expire", json={}) as resp:
+            assert resp.status == 403 and "needs an admin account" in (await resp.json())["error"]
