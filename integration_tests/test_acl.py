@@ -1,10 +1,11 @@
 """ACL with the official clients: the Java 4.9.8 client signing with AclClientRPCHook (integration_tests/java/src/
 AclClient.java) against a broker with aclEnable=true, mqadmin 4.9.8's ACL commands (mqadmin signs every request
-with the account of its conf/tools.yml, rocketmq2, an admin here), the C++ client's session credentials, and
-`serve` refusing a bad ACL file."""
+with the account of its conf/tools.yml, rocketmq2, an admin here), the C++ client's session credentials, the 5.x Python
+client's credentials on the gRPC front, and `serve` refusing a bad ACL file."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = Path(__file__).resolve().with_name("java") / "src" / "AclClient.java"
+#: py5_driver.py signing with $RMQ_ACCESS_KEY / $RMQ_SECRET_KEY (the 5.x Python client's credentials)
+PY5_DRIVER = Path(__file__).resolve().with_name("py5_acl_driver.py")
 
 ACCOUNTS = """\
 accounts:
@@ -195,3 +198,39 @@ def test_serve_refuses_a_bad_acl_file_in_one_line(tmp_path, content, problem):
     assert proc.returncode != 0 and "Traceback" not in out, out
     [line] = [x for x in out.splitlines() if "error" in x.lower()]
     assert str(acl_file) in line and problem in line, line
+
+
+# -- the 5.x Python client with credentials (gRPC) -------------------------------------------------------------
+def run_py5_signed(endpoint: str, home: Path, access_key: str, secret_key: str, *args: str) -> list[dict]:
+    from rocketmq_emulator.testing.py5_env import py5_python
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1", "RMQ_ACCESS_KEY": access_key,
+           "RMQ_SECRET_KEY": secret_key}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(py5_python()), str(PY5_DRIVER), *args, "--endpoint", endpoint], cwd=home, env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_the_5x_client_signs_with_its_credentials(tmp_path):
+    pytest.importorskip("grpc")
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(ACCOUNTS)
+    emu = EmulatorThread(tmp_path / "store", aclEnable=True, aclPlainFile=str(acl_file), grpcServerPort=0,
+                         topics=[("AclTopic", 4), ("ReadOnlyTopic", 4)]).start()
+    try:
+        endpoint = f"127.0.0.1:{emu.emulator.grpc_port}"
+        sent = run_py5_signed(endpoint, tmp_path / "ok", "app_user", "app_secret1", "produce", "--topic", "AclTopic",
+                              "--count", "2")
+        assert [e["event"] for e in sent if e["event"] == "sent"] == ["sent", "sent"], sent
+        wrong = run_py5_signed(endpoint, tmp_path / "wrong", "app_user", "not-the-secret", "produce", "--topic",
+                               "AclTopic", "--count", "1")
+        # its route query is refused (PERMISSION_DENIED), which the client reports as no route
+        assert not [e for e in wrong if e["event"] == "sent"] and [e for e in wrong if e["event"] == "send_error"], \
+            wrong
+        denied = run_py5_signed(endpoint, tmp_path / "denied", "app_user", "app_secret1", "produce", "--topic",
+                                "ReadOnlyTopic", "--count", "1")
+        assert not [e for e in denied if e["event"] == "sent"] and "send_error" in json.dumps(denied), denied
+        assert sum(emu.broker.store.get_max_offset_in_queue("AclTopic", q) for q in range(4)) == 2
+    finally:
+        emu.close()

@@ -12,6 +12,7 @@ import grpc
 
 from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
+from ..core.acl.grpc_auth import guard_method
 from ..core.read_model import BrokerFront
 from .converter import status
 from .limits import SEND_IN_FLIGHT, receive_limit
@@ -99,11 +100,15 @@ class GrpcEndpoint:
     def _handlers(self) -> Any:
         admitted = asyncio.Semaphore(SEND_IN_FLIGHT)
         handlers = {}
+        # aclEnable: each request is first checked against the accounts of the first broker with ACL on
+        acl = next((a for a in (getattr(f.write, "acl", None) for f in self._brokers()) if a is not None), None)
         for name in method_names():
             fn = getattr(self.service, name, None)
             if fn is None:  # not served: gRPC answers UNIMPLEMENTED
                 continue
             request, response, client_streaming, server_streaming = method_types(name)
+            if acl is not None:  # a refusal is PERMISSION_DENIED, as on the 5.x proxy (core/acl/grpc_auth.py)
+                fn = guard_method(fn, client_streaming, server_streaming, acl.validate_grpc)
             make = {(False, False): grpc.unary_unary_rpc_method_handler,
                     (False, True): grpc.unary_stream_rpc_method_handler,
                     (True, True): grpc.stream_stream_rpc_method_handler,
