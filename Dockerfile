@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# Runtime requirements and the gRPC endpoint's extra (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
+# Runtime requirements and the extras of the gRPC endpoint, the dashboard and ACL (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
 COPY pyproject.toml README.md /src/
 COPY broker /src/broker
 COPY cli /src/cli
@@ -21,7 +21,7 @@ COPY spark_tools /src/spark_tools
 COPY store /src/store
 COPY testing /src/testing
 RUN python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-compile "/src[grpc,dashboard]" \
+    && /opt/venv/bin/pip install --no-compile "/src[grpc,dashboard,acl]" \
     && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
     && rm -rf /src \

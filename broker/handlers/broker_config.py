@@ -2,12 +2,12 @@
 
 * GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25): broker/core/runtime_config.py;
 * QUERY_CONSUME_QUEUE (321), CLEAN_EXPIRED_CONSUMEQUEUE (306), CLEAN_UNUSED_TOPIC (316): store/queue_admin.py;
-* the ACL requests of a broker with `aclEnable=false` (this emulator never enforces ACL): 4.9.8 has no access
-  validator then, so UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51) and
+* the ACL requests of a broker with `aclEnable=false` (with it true, broker/handlers/acl_admin.py answers them
+  and broker/core/acl/ checks every request): 4.9.8 has no access validator then, so UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51) and
   UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) fail with their *_FAILED codes and no remark, and
   GET_BROKER_CLUSTER_ACL_INFO (52), which 4.9.8 leaves unanswered, gets SYSTEM_ERROR saying ACL is disabled.
 
-Requests signed by an ACL client (AccessKey, Signature ext fields) are served as any other: nothing checks them.
+With ACL off, requests signed by an ACL client (AccessKey, Signature ext fields) are served as any other.
 """
 
 from __future__ import annotations
