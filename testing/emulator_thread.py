@@ -5,6 +5,7 @@ event loops can talk to it while a test inspects the broker's state (`call`, `ru
 from __future__ import annotations
 
 import asyncio
+import errno
 import threading
 from pathlib import Path
 from typing import Any, Callable, Coroutine, TypeVar
@@ -53,9 +54,29 @@ class EmulatorThread:
         return self.run(wrapper(), timeout)
 
     def start(self) -> EmulatorThread:
-        self.emulator = Emulator(self.config())
-        self.run(self.emulator.start())
-        return self
+        """Start on the ports chosen; at the first start, a port another process took since it was found free
+        (EADDRINUSE) is chosen again, up to three times (a restart keeps its ports: tests rely on them)."""
+        for attempt in range(3):
+            self.emulator = Emulator(self.config())
+            try:
+                self.run(self.emulator.start())
+                self._started = True
+                return self
+            except OSError as exc:
+                self._stop_quietly()
+                if exc.errno != errno.EADDRINUSE or getattr(self, "_started", False) or attempt == 2:
+                    raise
+                self.namesrv_port = free_port()
+                self.broker_port = free_broker_port(self.overrides.get("brokers", 1))
+        raise AssertionError("unreachable")
+
+    def _stop_quietly(self) -> None:
+        emulator, self.emulator = self.emulator, None
+        if emulator is not None:
+            try:
+                self.run(emulator.stop())
+            except Exception:  # noqa: BLE001 - a half-started emulator: what could be stopped is
+                pass
 
     def stop(self) -> None:
         if self.emulator is not None:
