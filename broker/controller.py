@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import msgspec
 
@@ -24,8 +24,6 @@ from rocketmq_emulator.store.message_store import MessageStore, execute_flush_pl
 
 from .clock import BrokerClock
 from .config import VIP_PORT_OFFSET, BrokerConfig, Compat, OffsetDurability, ip_of
-from .core.acl import plain_acl_path
-from .core.acl.validator import PlainAccessValidator
 from .core.admin_guard import AdminGuard
 from .core.broker2client import Broker2Client
 from .core.consume_core import ConsumeCore
@@ -55,6 +53,9 @@ from .state.lock_manager import RebalanceLockManager
 from .state.stats import BrokerStatsManager
 from .state.subscription_group import SubscriptionGroupManager
 from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
+
+if TYPE_CHECKING:
+    from .core.acl.validator import PlainAccessValidator
 
 log = logging.getLogger("rocketmq_emulator.broker")
 
@@ -130,7 +131,9 @@ class BrokerController:
             admin_guard.protect(table)
         #: 4.9.8's ACL (aclEnable): every request of both tables checked against the plain ACL file; None when off
         self.acl: PlainAccessValidator | None = None
-        if config.acl_enable:
+        if config.acl_enable:  # imported only then: ACL off costs start-up nothing
+            from .core.acl import plain_acl_path
+            from .core.acl.validator import PlainAccessValidator
             self.acl = PlainAccessValidator(plain_acl_path(config))
             AdminGuard(None, is_admin=self.acl.is_admin).protect(table)  # admin requests: admin accounts only
             self.acl.protect(table)  # outermost: checked before any other wrapper runs
