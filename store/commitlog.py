@@ -34,6 +34,8 @@ _V6_BITS = int(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOSTADDRESS_V6)
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6)
 
+# A record's bytes beyond its body: the fixed fields (at most 2 x 16-byte IPv6 hosts), topic and properties.
+_MAX_RECORD_OVERHEAD = 128 + 1 + 255 + 2 + 32767
 # Fixed part TOTALSIZE..BODYLEN per (born v6, store v6).
 _FIXED = {(b6, s6): struct.Struct(">iiiiiqqiq" + ("16s" if b6 else "4s") + "iq" + ("16s" if s6 else "4s") + "iiqi")
           for b6 in (False, True) for s6 in (False, True)}
@@ -346,35 +348,34 @@ class CommitLog:
         return count, last_end
 
     def _unfinished_put_end(self, mm: mmap.mmap, pos: int, phy: int) -> int:
-        """Where the put that a kill interrupted ends, when the record at `pos` is the head of such a put (else
-        `pos`). A put's bytes are written with its first record's size 0 and that size is set last, so a kill
-        between the two leaves a head whose size is 0 and whose other fields are whole, followed by the put's
-        other records (same store time, each valid): none of them was acknowledged, they are the torn tail."""
-        if pos + 8 > self.file_size:
+        """Where the put that a kill interrupted ends, when `pos` is the head of such a put (else `pos`).
+
+        A put's bytes are copied with its first record's size 0 and that size is set last. The copy itself is one
+        memcpy, which may store its bytes in any order (glibc stores the first 32 or 64 bytes last), so a kill
+        before the size was set leaves a head whose size is 0 and whose other bytes may be partly written, and
+        any of the put's other records may already be whole. Those records follow the head within one record's
+        length, contiguous, each valid at its place and stored at the same instant: none of them was
+        acknowledged, they are the torn tail, and their end is returned."""
+        if pos + 8 > self.file_size or _INT.unpack_from(mm, pos)[0] != 0:
             return pos
-        total, magic = _BLANK.unpack_from(mm, pos)
-        if total != 0 or magic != MESSAGE_MAGIC_CODE:
-            return pos
-        sys_flag = _INT.unpack_from(mm, pos + POS_SYS_FLAG)[0]
-        fixed = _FIXED[(bool(sys_flag & _BORN_V6), bool(sys_flag & _STORE_V6))]
-        if pos + fixed.size > self.file_size:
-            return pos
-        fields = fixed.unpack_from(mm, pos)
-        crc, head_phy, store_ts, bl = fields[2], fields[6], fields[11], fields[16]
-        p: int = pos + fixed.size + bl
-        if head_phy != phy or bl < 0 or p + 1 > self.file_size:
-            return pos
-        p += 1 + mm[p]
-        if p + 2 > self.file_size:
-            return pos
-        p += 2 + int(_USHORT.unpack_from(mm, p)[0])
-        if p > self.file_size or zlib.crc32(mm[pos + fixed.size:pos + fixed.size + bl]) & 0x7FFFFFFF != crc:
-            return pos
+        magic = _INT.pack(MESSAGE_MAGIC_CODE)
+        reach = min(self.file_size, pos + self.max_message_size + _MAX_RECORD_OVERHEAD)
+        q = pos + 1
+        while True:  # the put's first whole record after its head
+            found = mm.find(magic, q + 4, reach + 4)
+            if found < 0:
+                return pos
+            q = found - 4
+            size, req = self.check_message_and_return_size(mm, q, self.file_size, phy + q - pos)
+            if size > 0 and req is not None:
+                break
+            q += 1
+        store_ts = req.store_timestamp
         while True:  # the put's other records: contiguous, valid, stored at the same instant
-            size, req = self.check_message_and_return_size(mm, p, self.file_size, phy + p - pos)
+            q += size
+            size, req = self.check_message_and_return_size(mm, q, self.file_size, phy + q - pos)
             if size <= 0 or req is None or req.store_timestamp != store_ts:
-                return p
-            p += size
+                return q
 
     def copy_range(self, start: int, end: int, path: str) -> None:
         """The commitlog's bytes from `start` to `end` written to `path` (kept aside before a cut)."""
