@@ -24,9 +24,7 @@ from integration_tests import docker_api, podman
 pytestmark = pytest.mark.timeout(600)
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
-DOCKER = README[README.index("\n## Docker\n"):]
-DOCKER = DOCKER[:DOCKER.index("\n## ", 1)]
+DOCKER = (ROOT / "docs" / "user" / "docker.md").read_text()
 README_IMAGE = "rocketmq-emulator"
 
 

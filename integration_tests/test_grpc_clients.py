@@ -236,7 +236,7 @@ def test_the_readme_5x_example_runs_with_the_official_client(tmp_path):
     import subprocess
 
     from rocketmq_emulator.testing.py5_env import py5_python
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "user" / "clients-5x.md").read_text()
     blocks = re.findall(r"<!-- 5.x-client: [^>]* -->\n+```python\n(.*?)```", readme, flags=re.S)
     assert blocks
     g = Grpc(tmp_path, "--topic", "orders:4")

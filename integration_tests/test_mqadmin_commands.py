@@ -18,8 +18,8 @@ import pytest
 
 from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-TABLE_TITLE = "### mqadmin 4.9.8 against the emulator"
+README = Path(__file__).resolve().parents[1] / "docs" / "user" / "mqadmin.md"
+TABLE_TITLE = "# mqadmin 4.9.8 against the emulator"
 TOPIC, GROUP, PRODUCER_GROUP, COUNT = "MqAdminTopic", "MqAdminGroup", "MqAdminProducer", 10
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 

@@ -13,7 +13,8 @@ import pytest
 
 from rocketmq_emulator.client import Producer
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "user" / "pytest-plugin.md"
+FAST_FORWARD = Path(__file__).resolve().parents[1] / "docs" / "user" / "fast-forward.md"
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 pytestmark = pytest.mark.timeout(600)
@@ -216,7 +217,7 @@ async def test_endpoint(rocketmq_broker, rocketmq_topic):
 
 def test_the_readme_fast_forward_example_passes(pytester):
     """README "Testing time-based behaviour": the retries to the DLQ and a 2-hour delay, in seconds."""
-    text = README.read_text()
+    text = FAST_FORWARD.read_text()
     block = text.split("<!-- fast-forward-example:start -->", 1)[1].split("<!-- fast-forward-example:end -->", 1)[0]
     project(pytester, test_time=block.split("```python\n", 1)[1].rsplit("```", 1)[0])
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")

@@ -1,13 +1,16 @@
-"""README.md runs as written (user-facing examples must not rot).
+"""The documentation runs as written (user-facing examples must not rot): README.md and every page under docs/.
 
-* The five-minute tour (between `<!-- tour:start` and `<!-- tour:end -->`): a `rocketmq-emulator serve` on free
-  ports stands in for terminal 1, then every ```bash and ```python block runs in order, as terminal 2 would
-  run it (the venv's bin on the PATH, `$NAMESRV_ADDR` pointing at the broker), and its output (stdout and
-  stderr, as a terminal shows them) must match the ```text block that follows it, where `...` matches anything.
-* Every other ```python block runs in a fresh interpreter, as a user would run it, except a block right after
-  `<!-- not-run-here: REASON -->` (something these machines lack, e.g. a Docker engine) and the 5.x client's
-  blocks (`<!-- 5.x-client: ... -->`, run by integration_tests/test_grpc_clients.py); the pytest plugin's
-  example file is run by integration_tests/test_pytest_plugin.py with pytester.
+* The five-minute tour (README.md, between `<!-- tour:start` and `<!-- tour:end -->`): a `rocketmq-emulator
+  serve` on free ports stands in for terminal 1, then every ```bash and ```python block runs in order, as
+  terminal 2 would run it (the venv's bin on the PATH, `$NAMESRV_ADDR` pointing at the broker), and its output
+  (stdout and stderr, as a terminal shows them) must match the ```text block that follows it, where `...`
+  matches anything.
+* Every other ```python block of README.md and of docs/**/*.md runs in a fresh interpreter, as a user would run
+  it, except a block right after `<!-- not-run-here: REASON -->` (something these machines lack, e.g. a Docker
+  engine) and the 5.x client's blocks (`<!-- 5.x-client: ... -->`, run by integration_tests/test_grpc_clients.py);
+  the pytest plugin's example file is run by integration_tests/test_pytest_plugin.py with pytester. A block's
+  test id names its page and its number among the page's ```python blocks, counted from 1 (skipped ones count):
+  `test_docs_python_block_runs[user/store.md-1]`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rocketmq_emulator.testing.command_line import COMMAND
 from rocketmq_emulator.testing.ports import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text()
 _FENCE = re.compile(r"```(\w+)\n(.*?)```", flags=re.S)
 _NOT_RUN = re.compile(r"<!-- not-run-here: ([^>]*[^>\s][^>]*) -->\n+```\w+\n(.*?)```", flags=re.S)
@@ -35,9 +39,29 @@ FIVE_X = re.compile(r"<!-- 5.x-client: [^>]* -->\n+```python\n(.*?)```", flags=r
 _tour_start = README.index("<!-- tour:start")
 _tour_end = README.index("<!-- tour:end -->")
 TOUR = README[_tour_start:_tour_end]
-OUTSIDE = README[:_tour_start] + README[_tour_end:]
-NOT_RUN = {code for _reason, code in _NOT_RUN.findall(OUTSIDE)} | set(FIVE_X.findall(OUTSIDE))
-BLOCKS = [code for lang, code in _FENCE.findall(OUTSIDE) if lang == "python" and code not in NOT_RUN]
+
+
+def pages() -> dict[str, str]:
+    """page name (README.md, or its path under docs/) -> its text; the tour left out of README's."""
+    found = {"README.md": README[:_tour_start] + README[_tour_end:]}
+    for path in sorted(DOCS.rglob("*.md")):
+        found[path.relative_to(DOCS).as_posix()] = path.read_text()
+    return found
+
+
+def python_blocks() -> dict[str, str]:
+    """test id (`page-n`) -> code of every ```python block that runs on its own."""
+    blocks = {}
+    for page, text in pages().items():
+        not_run = {code for _reason, code in _NOT_RUN.findall(text)} | set(FIVE_X.findall(text))
+        python = [code for lang, code in _FENCE.findall(text) if lang == "python"]
+        for n, code in enumerate(python, start=1):
+            if code not in not_run:
+                blocks[f"{page}-{n}"] = code
+    return blocks
+
+
+BLOCKS = python_blocks()
 
 
 def tour_steps() -> list[tuple[str, str, str | None]]:
@@ -65,8 +89,9 @@ def matches(expected: str, actual: str) -> bool:
     return True
 
 
-def test_readme_has_examples():
+def test_docs_have_examples():
     assert len(BLOCKS) >= 8
+    assert len({page for name in BLOCKS for page in [name.rsplit("-", 1)[0]]}) >= 4
     assert len(tour_steps()) >= 8 and all(expected is not None for _, _, expected in tour_steps())
 
 
@@ -118,8 +143,8 @@ def test_the_tour_runs_as_written(tour_broker):
         assert matches(expected, output), f"tour step {n}:\n{code}\n--- README shows:\n{expected}\n--- got:\n{output}"
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_python_block_runs(index):
-    proc = subprocess.run([sys.executable, "-c", BLOCKS[index]], cwd=ROOT, capture_output=True, text=True,
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_docs_python_block_runs(block):
+    proc = subprocess.run([sys.executable, "-c", BLOCKS[block]], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode == 0, f"README python block {index} failed:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"python block {block} failed:\n{proc.stderr[-3000:]}"
