@@ -6,6 +6,9 @@
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 
+LABEL org.opencontainers.image.description="A RocketMQ 4.x name server and broker in one Python process, for tests and local development (with the gRPC endpoint of 5.x clients and the dashboard)" \
+      org.opencontainers.image.documentation="docs/user/docker.md"
+
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
