@@ -7,7 +7,7 @@ Scenarios are data: `tests/parity/clients/scenarios.toml` (its header says the f
 brokers normalise to the same data; `integration_tests/test_parity_clients.py` replays them on the emulator.
 
 The drivers are the project's: `integration_tests/java_client.py` (Java drivers and mqadmin), `cpp_driver.py`
-(C++ client, one process per client), `../shared/clients/go/rmq-go` (Go client), plus `ParityClient.java` of
+(C++ client, one process per client), `integration_tests/go/rmq-go` (Go client), plus `ParityClient.java` of
 tests/parity/clients/java (ordered send and consumption, a consumer that fails: what the other drivers lack).
 They live in the checkout, not in the installed package: this module runs from a checkout.
 """
@@ -122,7 +122,8 @@ class Tools:
             return _integration("cppclient").start_driver(args, timeout=run.timeout, home=home)
         if run.client == "go":
             if self.go is None:
-                raise FileNotFoundError("shared/clients/go/rmq-go not found")
+                raise FileNotFoundError(f"the Go client driver rmq-go was not found: neither {GO_BINARY} (vendored) "
+                                        "nor shared/clients/go/rmq-go")
             home.mkdir(parents=True, exist_ok=True)
             proc = subprocess.Popen([str(self.go), *args, "--home", str(home)], cwd=home, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
@@ -130,7 +131,15 @@ class Tools:
         raise ValueError(f"unknown client {run.client!r}")
 
 
+#: the Go driver vendored in the checkout (integration_tests/go/README.md); ../shared/clients/go/rmq-go is the fallback
+GO_BINARY = ROOT / "integration_tests" / "go" / "rmq-go"
+
+
 def go_binary() -> Path | None:
+    """The Go client driver: the vendored integration_tests/go/rmq-go, else shared/clients/go/rmq-go; None if
+    neither is there."""
+    if GO_BINARY.exists():
+        return GO_BINARY
     try:
         path = shared_dir() / "clients" / "go" / "rmq-go"
     except FileNotFoundError:
