@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -223,26 +221,6 @@ def test_the_broker_controller_is_imported_by_nothing_it_builds():
     below |= {m for m in graph if m.startswith("broker.handlers.")}
     offenders = sorted(m for m in below if "broker.controller" in graph[m])
     assert not offenders, f"import broker/controller.py: {offenders}"
-
-
-def test_importing_the_codec_loads_no_asyncio_or_socket():
-    """Every protocol module but the transport is sans-IO (no network, processes, threads or command line),
-    and loads nothing of the higher layers. (grpc_v2, the 5.x messages of the optional [grpc] extra, is left out:
-    protobuf itself imports threading; it is checked for the rest below.)"""
-    code = ("import sys, pkgutil, importlib, rocketmq_emulator.protocol as p\n"
-            "for m in pkgutil.iter_modules(p.__path__):\n"
-            "    if m.name not in ('transport', 'grpc_v2'):\n"
-            "        importlib.import_module('rocketmq_emulator.protocol.' + m.name)\n"
-            "print(sorted(m for m in ('asyncio', 'socket', 'selectors', 'argparse', 'subprocess', 'threading', "
-            "'rocketmq_emulator.store', 'rocketmq_emulator.broker', 'rocketmq_emulator.client', "
-            "'rocketmq_emulator.spark_tools', 'rocketmq_emulator.cli', 'rocketmq_emulator.testing') "
-            "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-    code = ("import sys, rocketmq_emulator.protocol.grpc_v2\n"
-            "print(sorted(m for m in ('asyncio', 'socket', 'grpc', 'rocketmq_emulator.broker') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 #: the push consumer's collaborators take a ConsumerContext and callbacks, never the PushConsumer facade

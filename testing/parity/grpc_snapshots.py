@@ -1,6 +1,6 @@
 """gRPC snapshots (tests/parity/snapshots_grpc/<scenario>.json: the real 5.3.3 proxy's answers, normalised),
 recording against fresh real brokers (`record-grpc`) and replay against the emulator (`replay-grpc`,
-tests/parity/test_grpc_parity.py)."""
+integration_tests/test_parity_grpc.py)."""
 
 from __future__ import annotations
 

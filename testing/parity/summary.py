@@ -1,5 +1,5 @@
 """The corpus in figures, by request family: README's parity table is this module's output
-(`python -m rocketmq_emulator.testing.parity table`; tests/parity/test_remoting_parity.py checks README has it).
+(`python -m rocketmq_emulator.testing.parity table`; integration_tests/test_parity_remoting.py checks the parity page has it).
 
 A request's family comes from its code (FAMILIES); a request to the name server is "name server". A request
 "matches" when open.toml lists no difference of its step; the default mode's deliberate differences are

@@ -151,16 +151,3 @@ async def test_the_settings_reply_carries_the_proxys_defaults(endpoint):
     call_.cancel()
 
 
-def test_grpc_and_aiohttp_are_not_imported_by_a_broker_without_the_endpoint_or_the_dashboard(tmp_path):
-    import subprocess
-    import sys
-    code = ("import sys, asyncio\n"
-            "from rocketmq_emulator.broker.emulator import Emulator\n"
-            "from rocketmq_emulator.broker.settings import emulator_config\n"
-            "async def main():\n"
-            "    async with Emulator(emulator_config(namesrv_port=0, listen_port=0, ephemeral=True)):\n"
-            "        pass\n"
-            "asyncio.run(main())\n"
-            "print(sorted(m for m in ('grpc', 'google.protobuf', 'aiohttp') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
-    assert out.stdout.strip().splitlines()[-1] == "[]"

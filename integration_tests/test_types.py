@@ -5,7 +5,7 @@ its error code and says why on the same line.
 The packages import as `rocketmq_emulator.<folder>` through [tool.setuptools.package-dir]; mypy cannot follow the
 editable install's import hook, so `link_tree()` links each top-level folder of that mapping under
 .mypy_cache/src/rocketmq_emulator/ (the tree [tool.mypy] checks; a new package folder is checked as soon as it is
-in the mapping). `python tests/test_types.py` runs the same check by hand and prints mypy's report.
+in the mapping). `python integration_tests/test_types.py` runs the same check by hand and prints mypy's report.
 """
 
 from __future__ import annotations

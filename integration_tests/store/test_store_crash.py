@@ -22,16 +22,16 @@ import sys
 import time
 from pathlib import Path
 
-from rocketmq_emulator.protocol.message import MessageExt, tag_hash_code
-from rocketmq_emulator.store import GetMessageStatus, MessageStore
-from store_testlib import digest, expected_record, make_msg
-
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "crash_writer.py"
 ITERATIONS = 24
 
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "tests" / "store")]  # the writer; the store tests' helpers
 from crash_writer import crash_config  # noqa: E402
+from store_testlib import digest, expected_record, make_msg  # noqa: E402
+
+from rocketmq_emulator.protocol.message import MessageExt, tag_hash_code  # noqa: E402
+from rocketmq_emulator.store import GetMessageStatus, MessageStore  # noqa: E402
 
 
 def read_acks(path: Path) -> tuple[list[tuple], list[str]]:

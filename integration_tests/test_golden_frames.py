@@ -32,7 +32,7 @@ from cppclient import run_driver, start_driver  # noqa: E402
 if importlib.util.find_spec("rocketmq") is None or (sys.platform, platform.machine()) != ("linux", "x86_64"):
     pytest.skip("needs the C++ client wheel rocketmq==0.4.4 (manylinux x86_64)", allow_module_level=True)
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "cpp_producer_first_requests.json"
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "cpp_producer_first_requests.json"
 TOPIC, GROUP, TAGS, KEYS, BODY = "GoldenTopic", "GID_golden", "TagA", "key-1", "golden body #"
 MSG_ID_PREFIX = "7F00000100002A9F"  # 16 hex chars; the listener appends a 16-hex-char counter
 FIRST_OFFSET = 1000

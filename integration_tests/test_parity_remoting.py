@@ -58,7 +58,7 @@ def test_readme_shows_the_corpus_as_it_is():
     from pathlib import Path
 
     from rocketmq_emulator.testing.parity.summary import family_table
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "user" / "parity.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "user" / "parity.md").read_text()
     table = family_table(SCENARIOS, OPEN, DELIBERATE)
     assert table in readme, f"README's parity table is stale; the current one:\n{table}"
     requests = sum(s.request_count() for s in SCENARIOS)

@@ -11,7 +11,7 @@ Record again against a real broker started with aclEnable=true and this plain_ac
 conf/plain_acl.yml (see /work/shared/realbroker; the file must be writable: the cases edit it, and leave it as
 they found it but for the dataVersion):
 
-    python -m tests.parity.test_acl_parity record 127.0.0.1:PORT /path/to/rmqhome/conf/plain_acl.yml
+    python -m integration_tests.test_parity_acl record 127.0.0.1:PORT /path/to/rmqhome/conf/plain_acl.yml
 
 answers.json was recorded so, and a second run against the same broker answered the same.
 """
@@ -32,7 +32,7 @@ from rocketmq_emulator.broker.core.acl.signature import signed_fields
 from rocketmq_emulator.protocol import FrameDecoder, RemotingCommand, encode_command
 from rocketmq_emulator.protocol.message import encode_properties
 
-HERE = Path(__file__).parent / "acl"
+HERE = Path(__file__).resolve().parents[1] / "tests" / "parity" / "acl"
 CASES = json.loads((HERE / "cases.json").read_text())["cases"]
 ANSWERS_FILE = HERE / "answers.json"
 SECRETS = {"RocketMQ": "12345678", "rocketmq2": "12345678"}

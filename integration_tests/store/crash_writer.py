@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import random
 import sys
+from pathlib import Path
 
-from store_testlib import digest, expected_record, make_msg, small_config
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "store"))  # the store tests' helpers
+from store_testlib import digest, expected_record, make_msg, small_config  # noqa: E402
 
-from rocketmq_emulator.store import FlushDiskType, MessageStore, PutMessageStatus
+from rocketmq_emulator.store import FlushDiskType, MessageStore, PutMessageStatus  # noqa: E402
 
 TOPICS = ("CrashA", "CrashB", "%RETRY%crash")
 TAGS = (None, "TagA", "TagB", "TagC")

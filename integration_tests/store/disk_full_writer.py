@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "store"))
 from store_testlib import make_msg, small_config  # noqa: E402
 
 from rocketmq_emulator.store import MessageStore  # noqa: E402
