@@ -12,6 +12,26 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadgroup` (pyproject's addopts): the tests of a module with a costly shared set-up
+    (integration_tests/conftest.py SHARED_SETUP) go to one worker together, largest groups first; every other
+    test is scheduled on its own. (pytest-xdist's own loadgroup reads `xdist_group` marks through a node id
+    suffix that pytest 9 no longer lets it set, so it would spread those modules and repeat their set-up.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    from integration_tests.conftest import SHARED_SETUP
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].removeprefix("integration_tests/")
+            return f"group:{SHARED_SETUP[module]}" if module in SHARED_SETUP else nodeid
+
+    return SharedSetupScheduling(config, log)
+
+
 @pytest.fixture
 def tiny_fs(tmp_path: Path):
     """A real 32 MiB tmpfs, for disk-full tests (mounting needs root, which these machines and CI have)."""

@@ -12,6 +12,99 @@ import pytest
 
 from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 
+#: What each module's tests need beyond Python and the emulator: each test gets these marks (registered in
+#: pyproject.toml), so `pytest -m "not java and not container"` and the like select by what a machine has.
+#: A module that needs nothing more is listed with (); test_every_module_says_what_it_needs keeps this whole.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "store/test_store_crash.py": (),
+    "store/test_store_disk_full.py": (),
+    "store/test_store_flush_descriptors.py": (),
+    "test_acl.py": ("java", "cpp", "grpc5"),
+    "test_ali_ons.py": ("node",),
+    "test_broadcast_offsets.py": ("java",),
+    "test_broker_features.py": ("cpp",),
+    "test_broker_fuzz.py": (),
+    "test_broker_process.py": (),
+    "test_broker_protocol.py": ("cpp",),
+    "test_broker_stats.py": ("java",),
+    "test_cli_input.py": (),
+    "test_cli_ports.py": (),
+    "test_client_broadcasting.py": (),
+    "test_client_cli.py": (),
+    "test_client_clustering.py": (),
+    "test_client_cpp.py": ("cpp",),
+    "test_client_errors.py": (),
+    "test_client_pull.py": (),
+    "test_client_retry_orderly.py": (),
+    "test_client_server_requests.py": (),
+    "test_consumer_admin.py": ("java", "cpp"),
+    "test_container.py": ("container", "cpp", "grpc5"),
+    "test_container_tools.py": ("container",),
+    "test_cpp_client.py": ("cpp",),
+    "test_dashboard.py": ("browser", "cpp"),
+    "test_dashboard_api.py": (),
+    "test_deferred_handlers.py": (),
+    "test_docs.py": (),
+    "test_docs_examples.py": (),
+    "test_fast_forward.py": ("cpp", "grpc5"),
+    "test_fresh_interpreter.py": (),
+    "test_go_client.py": ("go",),
+    "test_golden_frames.py": ("cpp",),
+    "test_grpc_bounds.py": (),
+    "test_grpc_clients.py": ("cpp", "grpc5"),
+    "test_java_client.py": ("java", "cpp"),
+    "test_mqadmin_admin.py": ("java",),
+    "test_mqadmin_commands.py": ("java",),
+    "test_multi_broker.py": ("cpp",),
+    "test_offset_durability.py": (),
+    "test_offset_journal_disk_full.py": (),
+    "test_offset_transfer.py": ("cpp",),
+    "test_offsets.py": ("cpp",),
+    "test_packaging.py": (),
+    "test_parity_acl.py": (),
+    "test_parity_clients.py": ("java", "cpp", "go"),
+    "test_parity_grpc.py": (),
+    "test_parity_py5.py": ("grpc5",),
+    "test_parity_record.py": ("parity-record",),
+    "test_parity_remoting.py": (),
+    "test_pytest_plugin.py": (),
+    "test_request_reply.py": ("java",),
+    "test_reset_durability.py": ("java",),
+    "test_send_refusals.py": (),
+    "test_send_run.py": (),
+    "test_spark.py": ("spark",),
+    "test_spark_seed_command.py": ("spark",),
+    "test_sql92_filter.py": ("java",),
+    "test_start_refusals.py": (),
+    "test_trace.py": ("cpp",),
+    "test_trace_render.py": (),
+    "test_transactions.py": ("java",),
+    "test_types.py": (),
+}
+
+
+#: Modules whose costly shared set-up (a session or module fixture) must run on one worker under pytest-xdist:
+#: the scheduler in the root conftest.py sends each group's tests to one worker, together, so the set-up is made
+#: once; every other test is scheduled on its own.
+SHARED_SETUP: dict[str, str] = {
+    "test_java_client.py": "java-world",        # the session's Java/C++/Python world (java_world.py)
+    "test_consumer_admin.py": "java-world",
+    "test_mqadmin_commands.py": "mqadmin-batch",  # every README mqadmin command in one JVM
+    "test_spark.py": "spark",                     # one Spark session
+    "test_container.py": "container",             # the image, built once
+    "test_container_tools.py": "container",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        path = Path(str(item.path))
+        if here not in path.parents:
+            continue
+        for mark in NEEDS.get(path.relative_to(here).as_posix(), ()):
+            item.add_marker(mark)
+
 
 @pytest.fixture
 def emulator(tmp_path: Path):

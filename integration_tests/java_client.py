@@ -1,6 +1,6 @@
 """The official RocketMQ 4.9.8 Java client and mqadmin (vendored in `integration_tests/java/`) as test clients.
 
-    java = JavaClients.prepare(workdir)                # once per session: apt when needed, javac the drivers
+    java = JavaClients.prepare(workdir)                # per session: apt when needed, the drivers compiled once
     out = java.mqadmin("clusterList", "-n", namesrv)   # mqadmin's output (stdout + stderr); it always exits 0
     outs = java.mqadmin_batch([["topicList", "-n", namesrv], ["clusterList", "-n", namesrv]])  # one JVM for all
     handle = java.start("PushConsume", namesrv, "CLUSTERING", "GID", 10, 30, timeout=60, home=tmp_path)
@@ -11,16 +11,24 @@ The two jars need Debian's netty/commons/slf4j/logback jars at run time and `jav
 when any is missing, `apt-get install` brings them (as the container test installs Podman). Each driver runs with
 `-Duser.home=<home>`: the client's logs (`logs/rocketmqlogs/`) and broadcasting offsets (`.rocketmq_offsets/`)
 go there, so a test chooses whether two runs share a client's local state.
+
+The drivers (integration_tests/java/src/*.java and the parity suite's ParityClient.java) are compiled once per
+machine into `~/.cache/rocketmq-emulator-tests/java-classes-<hash of the sources and jars>`, under a file lock:
+parallel test workers (pytest-xdist) wait for the first one's javac instead of running their own, and apt-get
+runs under the same lock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+
+from filelock import FileLock
 
 from .cppclient import DriverHandle
 
@@ -35,7 +43,14 @@ TOOLS_JARS = ("logback-classic", "logback-core")
 APT_PACKAGES = ("default-jdk-headless", "libnetty-java", "libcommons-lang3-java", "libcommons-cli-java",
                 "libcommons-validator-java", "libcommons-collections3-java", "libcommons-codec-java",
                 "libyaml-snake-java", "libslf4j-java", "liblogback-java", "libzstd-jni-java", "liblz4-java")
-DRIVERS = ("Produce", "PushConsume", "LitePull", "MQAdminPlus", "RequestReply", "SqlConsume", "TxProduce")
+DRIVERS = ("Produce", "PushConsume", "LitePull", "MQAdminPlus", "RequestReply", "SqlConsume", "TxProduce",
+           "AclClient")
+#: the parity suite's driver (ordered sends, a failing consumer): compiled with the others
+PARITY_CLIENT = HERE.parents[1] / "tests" / "parity" / "clients" / "java" / "ParityClient.java"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rocketmq-emulator-tests"
 
 
 def _missing() -> list[str]:
@@ -66,13 +81,28 @@ class JavaClients:
 
     @classmethod
     def prepare(cls, workdir: str | os.PathLike) -> JavaClients:
-        """Install what is missing, compile the drivers into `workdir`, lay out mqadmin's home (its conf/)."""
-        install_prerequisites()
-        self = cls(Path(workdir))
-        self.classes.mkdir(parents=True, exist_ok=True)
-        sources = [str(HERE / "src" / f"{name}.java") for name in DRIVERS]
-        subprocess.run(["javac", "-nowarn", "--release", "8", "-cp", os.pathsep.join(self.tools_cp[1:]),
-                        "-d", str(self.classes), *sources], check=True, capture_output=True, text=True)
+        """Install what is missing, compile the drivers (once per machine), lay out mqadmin's home in `workdir`."""
+        cache = _cache_root()
+        cache.mkdir(parents=True, exist_ok=True)
+        sources = [HERE / "src" / f"{name}.java" for name in DRIVERS] + [PARITY_CLIENT]
+        with FileLock(str(cache / "java.lock"), timeout=900):
+            install_prerequisites()
+            self = cls(Path(workdir))
+            key = hashlib.sha256()
+            for path in [*sources, *map(Path, self.tools_cp[1:])]:
+                key.update(str(path).encode() + b"\0" + (path.read_bytes() if path.suffix == ".java" else
+                                                         str(path.stat().st_mtime_ns).encode()))
+            self.classes = cache / f"java-classes-{key.hexdigest()[:16]}"
+            if not (self.classes / ".complete").exists():
+                staging = self.classes.with_name(f"{self.classes.name}.tmp-{os.getpid()}")
+                shutil.rmtree(staging, ignore_errors=True)
+                staging.mkdir()
+                subprocess.run(["javac", "-nowarn", "--release", "8", "-cp", os.pathsep.join(self.tools_cp[1:]),
+                                "-d", str(staging), *map(str, sources)], check=True, capture_output=True, text=True)
+                (staging / ".complete").write_text("")
+                shutil.rmtree(self.classes, ignore_errors=True)
+                staging.rename(self.classes)
+        self.client_cp[0] = self.tools_cp[0] = str(self.classes)
         shutil.copytree(HERE / "conf", self.rmq_home / "conf", dirs_exist_ok=True)
         return self
 

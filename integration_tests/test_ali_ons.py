@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from integration_tests.cppclient import DriverHandle
 from rocketmq_emulator.client import Admin
@@ -68,6 +69,16 @@ def ali_ons() -> Path:
                     f"(>= 8) or deselect them with -k 'not ali_ons'", pytrace=False)
     lock = (NODE_DIR / "package-lock.json").read_bytes() + (NODE_DIR / "package.json").read_bytes()
     folder = _cache_root() / f"ali-ons-{ALI_ONS_VERSION}-{hashlib.sha256(lock).hexdigest()[:12]}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock")), timeout=900):  # parallel workers install once
+        _install(npm, folder)
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"ali-ons {ALI_ONS_VERSION} in {folder}, node {version}")
+    return folder
+
+
+def _install(npm: str, folder: Path) -> None:
+    """`npm ci` of ali-ons into `folder` when it is not there yet, and the driver scripts copied in."""
     if not _installed(folder):
         staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
@@ -90,10 +101,8 @@ def ali_ons() -> Path:
         if not _installed(folder):
             pytest.fail(f"ali-ons {ALI_ONS_VERSION} is not in {folder} after npm ci", pytrace=False)
     for name in DRIVER_FILES:
-        shutil.copy2(NODE_DIR / name, folder / name)
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"ali-ons {ALI_ONS_VERSION} in {folder}, node {version}")
-    return folder
+        if not (folder / name).exists() or (folder / name).read_bytes() != (NODE_DIR / name).read_bytes():
+            shutil.copy2(NODE_DIR / name, folder / name)
 
 
 # ----------------------------------------------------------------------------------------------------------

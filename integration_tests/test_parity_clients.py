@@ -37,7 +37,7 @@ def _replay(scenario, tools, compat):
     if not snapshot_path(scenario.name).exists():
         pytest.fail(f"{scenario.name}: no snapshot (record-clients)")
     if go_binary() is None and any(r.client == "go" for r in scenario.runs):
-        pytest.skip("../shared/clients/go/rmq-go is not here")
+        pytest.skip("the Go client driver is missing: neither integration_tests/go/rmq-go nor ../shared/clients/go/rmq-go")
     return replay(scenario, tools, compat)
 
 

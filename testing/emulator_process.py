@@ -209,20 +209,30 @@ def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool =
     in `root/emulator.log` (also for scripts: the offset crash benchmark uses it). `grpc`: also the 5.x
     clients' endpoint (`grpc_endpoint`); `dashboard`: also the dashboard (`dashboard_url`)."""
     root.mkdir(parents=True, exist_ok=True)
-    ns_port, broker_port = free_port(), free_broker_port(brokers)
-    grpc_port = free_port({ns_port, broker_port, broker_port - 2}) if grpc else None
-    dashboard_port = free_port({ns_port, broker_port, broker_port - 2, grpc_port or 0}) if dashboard else None
-    command = [*COMMAND, "serve", "--host", "127.0.0.1",
-               "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-               "--store-dir", str(root / "store"), "--brokers", str(brokers), *serve_args,
-               *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
-               *(("--dashboard-port", str(dashboard_port)) if dashboard_port is not None else ())]
-    log_path = root / "emulator.log"
-    broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
-                            _spawn(command, log_path), command, log_path)
-    broker.grpc_endpoint = f"127.0.0.1:{grpc_port}" if grpc_port is not None else None
-    broker.dashboard_url = f"http://127.0.0.1:{dashboard_port}/" if dashboard_port is not None else None
-    return broker
+    for attempt in range(3):
+        ns_port, broker_port = free_port(), free_broker_port(brokers)
+        grpc_port = free_port({ns_port, broker_port, broker_port - 2}) if grpc else None
+        dashboard_port = free_port({ns_port, broker_port, broker_port - 2, grpc_port or 0}) if dashboard else None
+        command = [*COMMAND, "serve", "--host", "127.0.0.1",
+                   "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
+                   "--store-dir", str(root / "store"), "--brokers", str(brokers), *serve_args,
+                   *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
+                   *(("--dashboard-port", str(dashboard_port)) if dashboard_port is not None else ())]
+        log_path = root / "emulator.log"
+        try:
+            process = _spawn(command, log_path)
+        except RuntimeError as e:
+            # a port found free was taken before the emulator bound it (another test process, or a client's
+            # outgoing connection, got it from the same ephemeral range): choose again
+            if "address already in use" not in str(e) or attempt == 2:
+                raise
+            continue
+        broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
+                                process, command, log_path)
+        broker.grpc_endpoint = f"127.0.0.1:{grpc_port}" if grpc_port is not None else None
+        broker.dashboard_url = f"http://127.0.0.1:{dashboard_port}/" if dashboard_port is not None else None
+        return broker
+    raise AssertionError("unreachable")
 
 
 def external_broker(namesrv: str) -> RocketMQBroker:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -103,9 +102,8 @@ class Tools:
 
     def __init__(self, workdir: Path, java: Any = None) -> None:
         self.workdir = workdir
+        # (ParityClient.java is compiled with the other drivers: integration_tests/java_client.py)
         self.java = java or _integration("java_client").JavaClients.prepare(workdir / "java")
-        subprocess.run(["javac", "-nowarn", "--release", "8", "-cp", os.pathsep.join(self.java.client_cp[1:]),
-                        "-d", str(self.java.classes), str(PARITY_DRIVER)], check=True, capture_output=True)
         self.go = go_binary()
 
     def mqadmin_command(self, home: Path) -> str:
