@@ -5,6 +5,7 @@ pause), then `--rocketmq-namesrv` pointing at a separately started emulator, and
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 from pathlib import Path
@@ -35,6 +36,44 @@ def test_the_readme_test_file_passes_against_its_own_emulator(pytester):
     project(pytester, test_orders=readme_example())
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=4)
+
+
+#: the test project's conftest: every test records its worker, that worker's broker and its topic (if it has one)
+WHERE = """
+import json, os, pytest
+
+@pytest.fixture(autouse=True)
+def _where(rocketmq_broker, request):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    topic = request.getfixturevalue("rocketmq_topic") if "rocketmq_topic" in request.fixturenames else None
+    with open(os.path.join(os.environ["WHERE_DIR"], request.node.name + ".json"), "w") as f:
+        json.dump({"worker": worker, "namesrv": rocketmq_broker.namesrv_addr, "topic": topic}, f)
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own-emulators", "one-shared-broker"])
+def test_the_readme_test_file_passes_under_pytest_xdist(pytester, emulator, shared, tmp_path, monkeypatch):
+    # `pytest -n 2`: each worker starts its own emulator on free ports, or, with --rocketmq-namesrv, the workers
+    # share one broker; either way each test gets a topic of its own
+    monkeypatch.setenv("WHERE_DIR", str(tmp_path))
+    project(pytester, test_orders=readme_example(), conftest=WHERE)
+    args = ["-p", "no:cacheprovider", "-n", "2"]
+    result = pytester.runpytest_subprocess(*args, *(["-rs", "--rocketmq-namesrv", emulator.namesrv_addr]
+                                                    if shared else []))
+    if shared:
+        result.assert_outcomes(passed=1, skipped=3)  # the faults need the plugin's own emulator (skipped, saying why)
+    else:
+        result.assert_outcomes(passed=4)
+    seen = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    by_worker = {s["worker"]: s["namesrv"] for s in seen}
+    assert sorted(by_worker) == ["gw0", "gw1"], seen  # both workers ran tests
+    assert all(by_worker[s["worker"]] == s["namesrv"] for s in seen)  # one broker per worker for its session
+    if shared:
+        assert set(by_worker.values()) == {emulator.namesrv_addr}
+    else:
+        assert len(set(by_worker.values())) == 2 and emulator.namesrv_addr not in by_worker.values()
+    topics = [s["topic"] for s in seen if s["topic"]]
+    assert topics and len(set(topics)) == len(topics)
 
 
 def test_rocketmq_namesrv_runs_the_same_tests_against_another_broker(pytester, emulator):
