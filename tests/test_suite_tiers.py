@@ -62,3 +62,13 @@ def test_the_unit_tier_starts_no_process():
                      text, re.M):
             offenders.append(path.relative_to(ROOT).as_posix())
     assert not offenders, f"unit-tier modules that start processes (move them to integration_tests/): {offenders}"
+
+
+def test_ci_runs_the_readmes_second_set_up_command_in_parallel():
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Set-up", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line and not line.startswith("#")]
+    assert len(commands) == 2, commands  # one installs and starts the broker, one installs and runs the suite
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
+    assert ci == [commands[1]]
+    assert " -n " in commands[1]  # the whole suite in parallel workers
