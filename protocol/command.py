@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
+
 import msgspec
 
 from .codes import CURRENT_VERSION, ResponseCode, SerializeType
@@ -19,7 +21,8 @@ def next_opaque() -> int:
 
 
 class RemotingCommand(msgspec.Struct, rename={"ext_fields": "extFields", "body": "__emulator_body__",
-                                              "serialize_type": "__emulator_serialize_type__"}):
+                                              "serialize_type": "__emulator_serialize_type__",
+                                              "header": "__emulator_header__"}):
     """A decoded or to-be-encoded frame.
 
     `language` is the `LanguageCode` *name* as the JSON header carries it (`"JAVA"`, `"CPP"`, ...; a binary
@@ -40,6 +43,9 @@ class RemotingCommand(msgspec.Struct, rename={"ext_fields": "extFields", "body":
     ext_fields: dict[str, str] | None = None  # typed str so a JSON header with string values decodes in one pass
     body: bytes = b""
     serialize_type: int = 0  # SerializeType.JSON
+    #: the typed request header when the frame decoder read it straight from the JSON (`FrameDecoder.typed`: the
+    #: broker's send runs); `ext_fields` is then None
+    header: Any = None
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Iterable
 
 from .command import RemotingCommand
+from .frame import TypedHeaderDecoder
 
 # (request, connection) -> answer; the connection is transport.py's RemotingConnection (not named here: the
 # transport imports this module)
@@ -38,6 +39,10 @@ class DispatchTable:
         self.name = name
         self._handlers: dict[int, Handler] = {}
         self.runs: dict[int, RunHandler] = {}  # codes whose consecutive requests in one read go together
+        #: JSON headers the connections' frame decoders read straight into typed headers (`FrameDecoder.typed`):
+        #: only for codes of `runs` whose handler reads `RemotingCommand.header`; cleared by whoever needs every
+        #: request's extFields (ACL), and not used while the wire trace is on
+        self.typed: dict[bytes, TypedHeaderDecoder] = {}
         self._deferred: list[Callable[[DispatchTable], None]] = []
         self._wrappers: list[tuple[Callable[[Handler], Handler], frozenset[int] | _AllBut]] = []
         self._excluded: frozenset[int] = frozenset()  # `without`'s codes: never registered here
@@ -73,11 +78,16 @@ class DispatchTable:
         self._handlers = {c: h if c in skipped else wrap(h) for c, h in self._handlers.items()}
         self._wrappers.append((wrap, skipped))
 
-    def register_run(self, codes: int | Iterable[int], handler: RunHandler) -> None:
+    def register_run(self, codes: int | Iterable[int], handler: RunHandler,
+                     typed: dict[bytes, TypedHeaderDecoder] | None = None) -> None:
         """Hand consecutive requests of these codes in one read to `handler` together (see `transport.py`'s
-        docstring); each code keeps its single-request handler too (`get`)."""
+        docstring); each code keeps its single-request handler too (`get`). `typed`: header decoders for
+        `FrameDecoder.typed` (the handler then reads `RemotingCommand.header` when it is set)."""
         for code in ([codes] if isinstance(codes, int) else codes):
-            self.runs[int(code)] = handler
+            if int(code) not in self._excluded:
+                self.runs[int(code)] = handler
+        if typed:
+            self.typed.update(typed)
 
     def get(self, code: int) -> Handler | None:
         handler = self._handlers.get(code)
@@ -92,6 +102,7 @@ class DispatchTable:
         table._excluded = self._excluded | {int(c) for c in codes}
         table._handlers = {c: h for c, h in self._handlers.items() if c not in table._excluded}
         table.runs = {c: h for c, h in self.runs.items() if c not in table._excluded}
+        table.typed = dict(self.typed) if table.runs else {}
         table._deferred = list(self._deferred)
         table._wrappers = list(self._wrappers)
         return table

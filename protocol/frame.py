@@ -7,17 +7,20 @@ segments of one frame for `transport.writelines`. Every malformed input raises `
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import msgspec
 
-from .codes import LANGUAGE_BY_NAME, LanguageCode, SerializeType
+from .codes import CURRENT_VERSION, LANGUAGE_BY_NAME, LanguageCode, SerializeType
 from .command import RemotingCommand
 from .errors import ProtocolError
 
 #: Largest frame a Java peer accepts (`com.rocketmq.remoting.frameMaxLength`), not counting the length word.
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 MAX_HEADER_LENGTH = 0xFFFFFF
+
+#: `(JSON header bytes, body)` -> the command with its typed header, or None to decode it the generic way
+TypedHeaderDecoder = Callable[[bytes, bytes], "RemotingCommand | None"]
 
 _PREFIX = struct.Struct(">iI")  # total length, (type << 24) | header length
 _INT = struct.Struct(">i")
@@ -34,7 +37,7 @@ _LANGUAGE_JSON = {m.name: b'"%s"' % m.name.encode() for m in LanguageCode}
 class _JsonHeaderIn(msgspec.Struct):
     code: int
     language: str | int = "JAVA"
-    version: int = 0
+    version: int = CURRENT_VERSION  # as the strict path's RemotingCommand (a header without a version)
     opaque: int = 0
     flag: int = 0
     remark: str | None = None
@@ -89,6 +92,7 @@ def decode_json_header(data: bytes | bytearray | memoryview, body: bytes) -> Rem
         raise ProtocolError(f"invalid JSON header: {exc}") from None
     cmd.body = body
     cmd.serialize_type = SerializeType.JSON
+    cmd.header = None  # never taken from the wire
     return cmd
 
 
@@ -245,13 +249,17 @@ class FrameDecoder:
     the connection must be closed. When nothing is pending, fed `bytes` are parsed in place (no copy).
     """
 
-    __slots__ = ("_buf", "_pos", "max_frame_length", "_error")
+    __slots__ = ("_buf", "_pos", "max_frame_length", "_error", "typed")
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self._buf: bytes | bytearray = b""
         self._pos = 0
         self.max_frame_length = max_frame_length
         self._error: ProtocolError | None = None
+        #: JSON headers read straight into their typed header (`RemotingCommand.header`, `ext_fields` None), by
+        #: the header's first 12 bytes (`{"code":310,`): the decoder returns None when it cannot, and the
+        #: frame is decoded the generic way (so every error is the generic path's). See `DispatchTable.typed`.
+        self.typed: dict[bytes, TypedHeaderDecoder] | None = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
@@ -312,7 +320,11 @@ class FrameDecoder:
             if word >> 24:
                 cmd = decode_binary_header(header, body)
             else:
-                cmd = decode_json_header(header, body)
+                typed = self.typed
+                decode = typed.get(bytes(header[:12])) if typed is not None else None
+                cmd = decode(header, body) if decode is not None else None
+                if cmd is None:
+                    cmd = decode_json_header(header, body)
         except ProtocolError as exc:
             self._error = exc
             raise

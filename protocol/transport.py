@@ -141,6 +141,7 @@ class RemotingConnection(asyncio.Protocol):
         run: list[RemotingCommand] = []
         run_handler: RunHandler | None = None
         tracer = self.tracer
+        decoder.typed = self.table.typed or None if runs and tracer is None else None  # type: ignore[union-attr]
         try:
             for cmd in decoder:
                 if tracer is not None:

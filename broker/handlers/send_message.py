@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import SerializeType
-from rocketmq_emulator.protocol.headers import SendMessageResponseHeader, decode_send_header
+from rocketmq_emulator.protocol.headers import SEND_V2_TYPED, SendMessageResponseHeader, decode_send_header
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
@@ -34,11 +34,11 @@ class SendMessageProcessor:
     def register(self, table: DispatchTable) -> None:
         codes = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
         table.register(codes, self.send_message)
-        table.register_run(codes, self.send_messages)
+        table.register_run(codes, self.send_messages, typed=SEND_V2_TYPED)
 
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        request = SendMessageRequest(decode_send_header(req.code, req.ext_fields), req.body, *self._producer(conn),
-                                     req.version)
+        header = req.header if req.header is not None else decode_send_header(req.code, req.ext_fields)
+        request = SendMessageRequest(header, req.body, *self._producer(conn), req.version)
         try:
             return self._response(req, self.core.send(request))
         except BrokerError as exc:
@@ -55,7 +55,9 @@ class SendMessageProcessor:
         born, port, peer = self._producer(conn)
         for i, req in enumerate(reqs):
             try:
-                requests.append(SendMessageRequest(decode_send_header(req.code, req.ext_fields), req.body, born, port,
+                header = req.header  # read straight from the JSON (FrameDecoder.typed), or from extFields
+                requests.append(SendMessageRequest(header if header is not None else
+                                                   decode_send_header(req.code, req.ext_fields), req.body, born, port,
                                                    peer, req.version))
                 at.append(i)
             except Exception as exc:  # noqa: BLE001 - a bad header: answered as the single handler's would be

@@ -222,6 +222,7 @@ class PlainAccessValidator:
         """Check every request of `table` (those of families registered later too). Consecutive sends are no
         longer handed over together: each is checked on its own."""
         table.runs.clear()
+        table.typed.clear()  # every request's extFields are read (AccessKey, Signature)
         table.wrap_handlers(self.guard)
 
     def is_admin(self, cmd: RemotingCommand, remote_addr: str) -> bool:
