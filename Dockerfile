@@ -4,6 +4,27 @@
 #   docker run --rm -p 127.0.0.1:9876:9876 -p 127.0.0.1:10911:10911 -p 127.0.0.1:8081:8081 -p 127.0.0.1:8080:8080 rocketmq-emulator
 # The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
 ARG BASE_IMAGE=python:3.11-slim
+
+# The builder stage compiles the native lane (native/_lane.c) into the package's wheel; the image gets the wheel
+# and no compiler. The build fails if the wheel came out without the lane (a pure-Python wheel is not abi3).
+FROM ${BASE_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev python3-dev \
+    && rm -rf /var/lib/apt/lists/*
+COPY pyproject.toml setup.py README.md /src/
+COPY native /src/native
+COPY broker /src/broker
+COPY cli /src/cli
+COPY client /src/client
+COPY protocol /src/protocol
+COPY spark_tools /src/spark_tools
+COPY store /src/store
+COPY testing /src/testing
+RUN python3 -m venv /opt/build \
+    && /opt/build/bin/pip wheel -q --no-deps -w /wheels /src \
+    && ls /wheels/rocketmq_emulator-*-abi3-*.whl
+
 FROM ${BASE_IMAGE}
 
 LABEL org.opencontainers.image.description="A RocketMQ 4.x name server and broker in one Python process, for tests and local development (with the gRPC endpoint of 5.x clients and the dashboard)" \
@@ -14,20 +35,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# Runtime requirements and the extras of the gRPC endpoint, the dashboard and ACL (no spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
-COPY pyproject.toml README.md /src/
-COPY broker /src/broker
-COPY cli /src/cli
-COPY client /src/client
-COPY protocol /src/protocol
-COPY spark_tools /src/spark_tools
-COPY store /src/store
-COPY testing /src/testing
+# The builder's wheel with the runtime requirements and the extras of the gRPC endpoint, the dashboard and ACL (no
+# spark, no test extras), in a venv (Debian's Python refuses system-wide pip).
+COPY --from=builder /wheels /wheels
 RUN python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-compile "/src[grpc,dashboard,acl]" \
+    && /opt/venv/bin/pip install --no-compile "$(ls /wheels/rocketmq_emulator-*.whl)[grpc,dashboard,acl]" \
     && /opt/venv/bin/pip uninstall -q -y pip setuptools wheel \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
-    && rm -rf /src \
+    && rm -rf /wheels \
     && useradd --system --uid 10001 --home-dir /data --no-create-home rocketmq \
     && mkdir -p /data \
     && chown rocketmq /data

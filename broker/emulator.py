@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
+from rocketmq_emulator import native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
                                                           BrokerLifecycleRequestHeader, EmulatorRequestCode)
@@ -288,8 +289,9 @@ class Emulator:
             grpc = f", gRPC {self.config.broker.broker_ip1}:{self.grpc.port}{tls} (5.x clients)"
         if self.dashboard is not None:
             grpc += f", dashboard http://{self.config.broker.broker_ip1}:{self.dashboard.port}/"
+        lane = "native lane" if native.lane is not None else f"Python path ({native.WHY})"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}{grpc}, "
-                f"cluster {self.config.broker.broker_cluster_name}, store {store}")
+                f"cluster {self.config.broker.broker_cluster_name}, store {store}, send path: {lane}")
 
 
 def _broker_servers(broker: BrokerController) -> list[RemotingServer]:

@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterator
 
 import msgspec
 
+from rocketmq_emulator.native import lane
+
 from .codes import CURRENT_VERSION, LANGUAGE_BY_NAME, LanguageCode, SerializeType
 from .command import RemotingCommand
 from .errors import ProtocolError
@@ -21,6 +23,9 @@ MAX_HEADER_LENGTH = 0xFFFFFF
 
 #: `(JSON header bytes, body)` -> the command with its typed header, or None to decode it the generic way
 TypedHeaderDecoder = Callable[[bytes, bytes], "RemotingCommand | None"]
+
+#: the native lane's frame splitter (rocketmq_emulator.native), None on the Python path
+_split_frames = lane.split_frames if lane is not None else None
 
 _PREFIX = struct.Struct(">iI")  # total length, (type << 24) | header length
 _INT = struct.Struct(">i")
@@ -282,11 +287,52 @@ class FrameDecoder:
         return len(self._buf) - self._pos
 
     def __iter__(self) -> Iterator[RemotingCommand]:
+        if _split_frames is not None:
+            yield from self._native_commands()
+            return
         while True:
             cmd = self.next_command()
             if cmd is None:
                 return
             yield cmd
+
+    def _native_commands(self) -> Iterator[RemotingCommand]:
+        """`__iter__` with the frames split by the native lane (`_lane.split_frames`): the same commands, the
+        same errors at the same frame, the buffer consumed frame by frame as `next_command` does."""
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        frames, bad = _split_frames(buf, self._pos, self.max_frame_length)
+        typed = self.typed
+        for word, header, body, end in frames:
+            try:
+                if word >> 24:
+                    cmd = decode_binary_header(header, body)
+                else:
+                    decode = typed.get(header[:12]) if typed is not None else None
+                    cmd = decode(header, body) if decode is not None else None
+                    if cmd is None:
+                        cmd = decode_json_header(header, body)
+            except ProtocolError as exc:
+                self._error = exc
+                raise
+            self._pos = end
+            yield cmd
+        if frames:
+            self._consumed(buf, self._pos)
+        if bad is not None:
+            self._check_prefix(*bad)
+
+    def _consumed(self, buf: bytes | bytearray, end: int) -> None:
+        """The frames up to `end` are taken: drop the buffer when it is all taken, compact a large bytearray."""
+        if end == len(buf):
+            self._buf = b""
+            self._pos = 0
+        elif end > 65536 and type(buf) is bytearray:
+            del buf[:end]
+            self._pos = 0
+        else:
+            self._pos = end
 
     def _fail(self, message: str) -> ProtocolError:
         self._error = ProtocolError(message)
@@ -328,15 +374,7 @@ class FrameDecoder:
         except ProtocolError as exc:
             self._error = exc
             raise
-        # consume the frame
-        if end == len(buf):
-            self._buf = b""
-            self._pos = 0
-        elif end > 65536 and type(buf) is bytearray:
-            del buf[:end]
-            self._pos = 0
-        else:
-            self._pos = end
+        self._consumed(buf, end)
         return cmd
 
     def _check_prefix(self, total: int, word: int) -> None:

@@ -3,6 +3,7 @@
 Every package installs as `rocketmq_emulator.<folder>`; inside the project, imports name that package (or
 are relative). The layers, lowest first:
 
+    native        the optional C twins of the send path's hottest steps (imports nothing of the project)
     protocol      the codec (sans-IO: no asyncio, sockets, files, processes or argparse) and transport.py,
                   the one asyncio module, shared by broker and client
     store         the message store (no network)
@@ -29,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("broker", "client", "protocol", "store", "spark_tools", "cli", "testing")
+PACKAGES = ("native", "broker", "client", "protocol", "store", "spark_tools", "cli", "testing")
 #: every tree of the project's own Python files (never build/, .venv/ or other copies)
 SOURCE_TREES = (*PACKAGES, "tests", "integration_tests", "benchmarks")
 IO = {"asyncio", "socket", "selectors", "uvloop", "aiofiles"}
@@ -40,6 +41,7 @@ TOP = {"cli", "testing"}
 
 # package -> what it must never import: project packages (by their folder name) and third-party modules
 FORBIDDEN = {
+    "native": IO | TOP | {"protocol", "store", "broker", "client", "spark_tools", "pyspark"},
     "protocol": IO | NOT_CODEC | TOP | {"store", "broker", "client", "spark_tools", "pyspark"},
     "store": IO - {"aiofiles"} | TOP | {"broker", "client", "spark_tools", "pyspark"},
     "broker": TOP | {"client", "spark_tools", "pyspark"},

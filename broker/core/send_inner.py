@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from rocketmq_emulator.native import lane
 from rocketmq_emulator.protocol import BrokerError, ProtocolError, ResponseCode
 from rocketmq_emulator.protocol.codes import TRANSACTION_TYPE_MASK
 from rocketmq_emulator.protocol.message import (PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TAGS,
@@ -61,6 +62,10 @@ def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
     return index_keys, tag_hash_code(tags.decode()) if tags else 0, wait, special
 
 
+#: the C twin when the native lane runs (rocketmq_emulator.native)
+scan_properties = lane.scan_properties if lane is not None else _scan_properties
+
+
 def message_illegal_remark(limit: int) -> str:
     """4.9.8's one remark for a body over maxMessageSize and for properties over 32767 bytes."""
     return (f"the message is illegal, maybe msg body or properties length not matched. msg body length limit "
@@ -102,7 +107,7 @@ class InnerMessageBuilder:
         if request.sys_flag & TRANSACTION_TYPE_MASK or h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return None
         raw = (h.properties or "").encode()
-        index_keys, tags_code, wait, special = _scan_properties(raw)
+        index_keys, tags_code, wait, special = scan_properties(raw)
         if special:
             return None
         if wait:

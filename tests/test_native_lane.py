@@ -1,0 +1,214 @@
+"""The native lane (native/_lane.c) against its Python twins: the same results, byte for byte, whatever comes in.
+
+* each C function against its twin on random input (hypothesis), errors included;
+* the whole send path on both lanes: one random stream of requests (single sends and batches, sizes,
+  properties, tags, keys, queues, refusals, segment ends, reads cut anywhere) fed to two harness brokers, one
+  per path, must leave byte-equal commitlog, consume queue and index files and byte-equal answers.
+
+The lane is optional (no C compiler at install time, or ROCKETMQ_EMULATOR_NATIVE=0): these tests then say so
+and skip; tests/test_suite_tiers.py requires the lane to be built wherever a C compiler is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketmq_emulator import native
+from rocketmq_emulator.broker.core import send_inner
+from rocketmq_emulator.protocol import ProtocolError, RemotingCommand, RequestCode
+from rocketmq_emulator.protocol import frame as frame_module
+from rocketmq_emulator.protocol.frame import FrameDecoder, encode_command_bytes, frame_prefix
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
+from rocketmq_emulator.protocol.message import BatchItem, encode_batch
+from rocketmq_emulator.store import commitlog as commitlog_module
+from rocketmq_emulator.testing.broker_harness import BrokerHarness
+
+lane = native.lane
+pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not run: {native.WHY}")
+
+#: the Python twins, and where the native path installs the C functions
+TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties)]
+if hasattr(commitlog_module, "_pack_records"):
+    TWINS.append((commitlog_module, "_pack_records", None))
+
+
+class python_path:
+    """Within it, the Python twins run instead of the native lane."""
+
+    def __enter__(self) -> None:
+        self.saved = [(module, name, getattr(module, name)) for module, name, _ in TWINS]
+        for module, name, twin in TWINS:
+            setattr(module, name, twin)
+
+    def __exit__(self, *exc: object) -> None:
+        for module, name, value in self.saved:
+            setattr(module, name, value)
+
+
+def outcome(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the exception is the outcome compared
+        return type(exc).__name__, str(exc)
+
+
+# -- scan_properties ---------------------------------------------------------------------------------------
+names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "DELAY", "TRAN_MSG", "CLUSTER", "TIMER_DELIVER_MS",
+                         "TAG", "KEYSX", "", "a", "UNIQ_KEY\x01"])
+texts = st.one_of(st.text(max_size=12), st.sampled_from(["", " ", "k1 k2", "k1\u3000k2\x1ck3", "\u00e9t\u00e9",
+                                                         "\U0001f600", "TagA", "a\tb\nc", "\x85x\xa0y"]))
+prop_bytes = st.one_of(
+    st.lists(st.tuples(names, texts), max_size=8).map(
+        lambda items: "".join(f"{n}\x01{v}\x02" for n, v in items).encode()),
+    st.lists(st.tuples(names, st.binary(max_size=6)), max_size=6).map(
+        lambda items: b"".join(n.encode() + b"\x01" + v + b"\x02" for n, v in items)),
+    st.binary(max_size=40))
+
+
+@settings(max_examples=600, deadline=None)
+@given(raw=prop_bytes)
+def test_scan_properties_is_its_python_twin(raw: bytes) -> None:
+    assert outcome(lane.scan_properties, raw) == outcome(send_inner._scan_properties, raw)
+
+
+# -- split_frames ------------------------------------------------------------------------------------------
+def a_frame(code: int, opaque: int, body: bytes, binary: bool) -> bytes:
+    cmd = RemotingCommand.request(code, {"k": "v" * (opaque % 7)}, body, opaque=opaque,
+                                  serialize_type=1 if binary else 0)
+    return encode_command_bytes(cmd)
+
+
+frames = st.lists(st.builds(a_frame, st.integers(0, 400), st.integers(0, 2**31 - 1), st.binary(max_size=300),
+                            st.booleans()), max_size=8)
+bad_prefixes = st.one_of(st.none(), st.binary(min_size=1, max_size=12),
+                         st.sampled_from([b"\0\0\0\x02", b"\x7f\xff\xff\xff\0\0\0\0", frame_prefix(2**24 - 1),
+                                          b"\0\0\0\x10\x05\0\0\x01", b"\0\0\0\x10\0\0\0\x20"]))
+
+
+def decoded(stream: bytes, cuts: list[int], max_len: int) -> list[object]:
+    """What a decoder gives for `stream` fed in pieces at `cuts`: each command's fields, then the error."""
+    d = FrameDecoder(max_len)
+    out: list[object] = []
+    pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    try:
+        for piece in pieces:
+            d.feed(piece)
+            for cmd in d:
+                out.append((cmd.code, cmd.opaque, cmd.flag, cmd.ext_fields, cmd.body, cmd.serialize_type))
+    except ProtocolError as exc:
+        out.append(("error", str(exc)))
+    out.append(("buffered", d.buffered))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=frames, bad=bad_prefixes, after=frames, cuts=st.lists(st.integers(0, 4000), max_size=5),
+       max_len=st.sampled_from([frame_module.MAX_FRAME_LENGTH, 200]), partial=st.integers(0, 40))
+def test_split_frames_is_the_python_decoder(before: list[bytes], bad: bytes | None, after: list[bytes],
+                                            cuts: list[int], max_len: int, partial: int) -> None:
+    stream = b"".join(before) + (bad or b"") + b"".join(after)
+    stream = stream[:len(stream) - partial] if partial < len(stream) else stream
+    cuts = sorted({c for c in cuts if c <= len(stream)})
+    native_view = decoded(stream, cuts, max_len)
+    with python_path():
+        assert frame_module._split_frames is None
+        assert native_view == decoded(stream, cuts, max_len)
+
+
+# -- the whole send path on both lanes ----------------------------------------------------------------------
+#: memory-backed when the machine has it: every segment a broker creates is fsynced with its directory
+FAST_DIR = "/dev/shm" if Path("/dev/shm").is_dir() else None
+TOPICS = ["Orders", "Payments", "bad topic!", "%RETRY%g1"]
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> list[bytes]:
+    out = []
+    for opaque in range(draw(st.integers(1, 40))):
+        topic = draw(st.sampled_from(TOPICS))
+        queue_id = draw(st.sampled_from([0, 1, 3, 7, -1]))  # 7: beyond the topic's queues (refused)
+        props: dict[str, str] = {}
+        if draw(st.booleans()):
+            props["TAGS"] = draw(st.sampled_from(["TagA", "TagB", "t\u00e9", ""]))
+        if draw(st.booleans()):
+            props["KEYS"] = draw(st.sampled_from(["k1", "k1 k2", "order-42", " "]))
+        if draw(st.booleans()):
+            props["UNIQ_KEY"] = f"{opaque:032X}"
+        if draw(st.booleans()):
+            props["WAIT"] = "true"
+        if draw(st.integers(0, 9)) == 0:
+            props[draw(st.sampled_from(["CLUSTER", "TRAN_MSG", "x"]))] = "true"
+        body = b"m" * draw(st.sampled_from([0, 1, 100, 1000, 9000, 70000]))  # 70000: over maxMessageSize
+        batch = draw(st.integers(0, 5)) == 0
+        h = SendMessageRequestHeader(producer_group="pg", topic=topic, queue_id=queue_id, born_timestamp=1_700_000,
+                                     properties="".join(f"{k}\x01{v}\x02" for k, v in props.items()), batch=batch)
+        if batch:
+            items = [BatchItem(b"b" * draw(st.integers(0, 3000)), {"TAGS": "TagA", "UNIQ_KEY": f"{opaque}-{j}"})
+                     for j in range(draw(st.integers(1, 6)))]
+            cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, h.to_v2().to_ext(), encode_batch(items),
+                                          opaque=opaque + 1)
+        else:
+            cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body, opaque=opaque + 1)
+        out.append(encode_command_bytes(cmd))
+    return out
+
+
+def store_files(root: Path) -> list[tuple[str, bytes]]:
+    """The store's commitlog, consume queue and index files (index files in name order: their names are the
+    creation time)."""
+    out = []
+    for sub in ("commitlog", "consumequeue"):
+        out += [(str(p.relative_to(root)), p.read_bytes()) for p in sorted((root / sub).rglob("*")) if p.is_file()]
+    out += [(f"index #{i}", p.read_bytes()) for i, p in enumerate(sorted((root / "index").glob("*")))]
+    return out
+
+
+def run_broker(root: Path, stream: bytes, cuts: list[int]) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """(The outcome is not the task's result: Python 3.11's asyncio.run formats the main task, result included,
+    when it restores the SIGINT handler, which takes seconds for megabytes.)"""
+    out: list[tuple[bytes, list[tuple[str, bytes]]]] = []
+    asyncio.run(_run_broker(root, stream, cuts, out))
+    return out[0]
+
+
+async def _run_broker(root: Path, stream: bytes, cuts: list[int],
+                      out: list[tuple[bytes, list[tuple[str, bytes]]]]) -> None:
+    random.seed(7)  # a send to queue -1 picks a queue at random
+    async with BrokerHarness(root, mappedFileSizeCommitLog=64 * 1024, maxMessageSize=65536,
+                             mappedFileSizeConsumeQueue=20 * 50) as harness:
+        harness.broker.store._clock = lambda: 1_700_000_000_000  # one store time on both paths
+        written: list[bytes] = []
+        channel = harness.client
+        channel.conn.remote_port = 50000
+        channel.conn.peer = "127.0.0.1:50000"
+        channel.transport.on_write = written.append
+        for a, b in zip([0, *cuts], [*cuts, len(stream)]):
+            channel.conn.data_received(stream[a:b])
+        await asyncio.sleep(0)
+    out.append((b"".join(written), store_files(root)))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(reqs=requests(), cuts=st.lists(st.integers(0, 200_000), max_size=6))
+def test_both_paths_store_and_answer_byte_for_byte_alike(reqs: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(reqs)
+    cuts = sorted({c for c in cuts if 0 < c < len(stream)})
+    tmp = Path(tempfile.mkdtemp(prefix="lane-", dir=FAST_DIR))
+    try:
+        native_answers, native_files = run_broker(tmp / "native", stream, cuts)
+        with python_path():
+            python_answers, python_files = run_broker(tmp / "python", stream, cuts)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert native_answers == python_answers
+    assert [name for name, _ in native_files] == [name for name, _ in python_files]
+    for (name, a), (_, b) in zip(native_files, python_files):
+        assert a == b, f"{name} differs"
