@@ -80,11 +80,13 @@ CASES = (("SEND_MESSAGE_V2 100 B", 100, 0, 64), ("SEND_MESSAGE_V2 1024 B", 1024,
          ("SEND_BATCH_MESSAGE 32 x 100 B", 100, 32, 32), ("SEND_BATCH_MESSAGE 256 x 100 B", 100, 256, 256))
 
 
-def instructions(driver: Path, pythonpath: Path | None, driver_args: Sequence[object], work: Path) -> int:
+def instructions(driver: Path, pythonpath: Path | None, driver_args: Sequence[object], work: Path,
+                 native: bool = True) -> int:
     """Instructions callgrind counts for one run of `driver` with `driver_args` (this checkout's package, or the
-    tree at `pythonpath` ahead of it); benchmarks/read_instructions.py uses it too."""
-    out = work / f"cg.{os.getpid()}.{'.'.join(map(str, driver_args))}.{0 if pythonpath is None else 1}"
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    tree at `pythonpath` ahead of it; `native=False`: with ROCKETMQ_EMULATOR_NATIVE=0); benchmarks/
+    read_instructions.py uses it too."""
+    out = work / f"cg.{os.getpid()}.{'.'.join(map(str, driver_args))}.{0 if pythonpath is None else 1}{int(native)}"
+    env = {**os.environ, "PYTHONHASHSEED": "0", "ROCKETMQ_EMULATOR_NATIVE": "1" if native else "0"}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
@@ -98,7 +100,9 @@ def instructions(driver: Path, pythonpath: Path | None, driver_args: Sequence[ob
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--compare", default="506dbfa", metavar="REV", help="the other revision (default 506dbfa)")
+    ap.add_argument("--compare", default="506dbfa", metavar="REV",
+                    help="the other revision (default 506dbfa; its tree has no compiled native lane), or `python`: "
+                         "this checkout on its Python path (ROCKETMQ_EMULATOR_NATIVE=0)")
     ap.add_argument("--rounds", type=int, default=30, help="extra reads measured per case (default 30)")
     ap.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT (e.g. V2, BATCH)")
     args = ap.parse_args(argv)
@@ -106,16 +110,19 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         driver = work / "driver.py"
         driver.write_text(DRIVER)
-        other = checkout(args.compare, work / "other")
-        print(f"instructions per message (callgrind), {sys.executable}, PYTHONHASHSEED=0, {args.rounds} extra reads")
+        python_path = args.compare == "python"
+        other = None if python_path else checkout(args.compare, work / "other")
+        from rocketmq_emulator import native
+        print(f"instructions per message (callgrind), {sys.executable}, PYTHONHASHSEED=0, {args.rounds} extra reads; "
+              f"this checkout on its {native.PATH} path")
         print(f"  {'case':<34} {'this checkout':>14} {args.compare:>14} {'ratio':>7}")
         for label, size, batch, per_read in CASES:
             if args.only and args.only not in label:
                 continue
             per = []
-            for pythonpath in (None, other):
-                low = instructions(driver, pythonpath, (size, batch, 2), work)
-                high = instructions(driver, pythonpath, (size, batch, 2 + args.rounds), work)
+            for pythonpath, lane in ((None, True), (other, not python_path)):
+                low = instructions(driver, pythonpath, (size, batch, 2), work, lane)
+                high = instructions(driver, pythonpath, (size, batch, 2 + args.rounds), work, lane)
                 per.append((high - low) / (args.rounds * per_read))
             print(f"  {label:<34} {per[0]:>14,.0f} {per[1]:>14,.0f} {per[0] / per[1]:>6.3f}x", flush=True)
 

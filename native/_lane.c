@@ -227,11 +227,231 @@ static PyObject *scan_properties(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(NlNN)", index_keys, tags_code, PyBool_FromLong(wait), PyBool_FromLong(special));
 }
 
+
+/* ------------------------------------------------------------------------------------------------ */
+/* pack_records                                                                                      */
+/* ------------------------------------------------------------------------------------------------ */
+
+static PyObject *s_topic, *s_queue_id, *s_body, *s_flag, *s_properties_raw, *s_sys_flag, *s_born_timestamp,
+    *s_born_host, *s_born_port, *s_reconsume_times, *s_prepared_transaction_offset;
+
+#define V6_BITS 0x30 /* MessageSysFlag.BORNHOST_V6 | STOREHOSTADDRESS_V6 */
+#define BORN_V6 0x10
+#define STORE_V6 0x20
+
+static inline unsigned char *put32(unsigned char *p, int64_t v) {
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)(u >> 24); p[1] = (unsigned char)(u >> 16); p[2] = (unsigned char)(u >> 8);
+    p[3] = (unsigned char)u;
+    return p + 4;
+}
+
+static inline unsigned char *put64(unsigned char *p, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--)
+        *p++ = (unsigned char)(u >> (8 * i));
+    return p;
+}
+
+/* one message's fields, borrowed or owned as noted */
+typedef struct {
+    PyObject *topic_o, *body_o, *props_o, *born_o; /* owned */
+    const char *topic; Py_ssize_t tl;
+    const char *body; Py_ssize_t bl;
+    const char *props; Py_ssize_t pl;
+    const char *born; Py_ssize_t hl;
+    long long queue_id, flag, sys_flag, born_ts, born_port, reconsume, prepared, qo;
+    uint32_t crc;
+} rec_t;
+
+static void rec_clear(rec_t *r) {
+    Py_XDECREF(r->topic_o); Py_XDECREF(r->body_o); Py_XDECREF(r->props_o); Py_XDECREF(r->born_o);
+}
+
+static int in_i32(long long v) { return v >= -2147483648LL && v <= 2147483647LL; }
+
+/* an int attribute; -1 with an exception when absent or not an int */
+static int int_attr(PyObject *m, PyObject *name, long long *out) {
+    PyObject *v = PyObject_GetAttr(m, name);
+    if (v == NULL)
+        return -1;
+    if (!PyLong_Check(v)) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_TypeError, "not an int");
+        return -1;
+    }
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int bytes_attr(PyObject *m, PyObject *name, PyObject **owned, const char **p, Py_ssize_t *n) {
+    PyObject *v = PyObject_GetAttr(m, name);
+    if (v == NULL)
+        return -1;
+    *owned = v;
+    if (!PyBytes_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "not bytes");
+        return -1;
+    }
+    char *c;
+    if (PyBytes_AsStringAndSize(v, &c, n) < 0)
+        return -1;
+    *p = c;
+    return 0;
+}
+
+/* pack_records(msgs, queue_offsets, phy, store_ts, store_host, store_port, max_body, crc32)
+ *   -> (records: bytes, offsets: list[int], sizes: list[int]), or None whenever the Python twin must decide
+ *      (a refused message, a value out of range, anything unusual: the twin then answers or raises). The first
+ *      record's TOTALSIZE is 0 in `records` (the caller writes it last). */
+static PyObject *pack_records(PyObject *self, PyObject *args) {
+    PyObject *msgs, *qos, *store_host_o, *crc32, *phy_o, *store_ts_o, *store_port_o, *max_body_o;
+    long long phy, store_ts, store_port, max_body;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &msgs, &qos, &phy_o, &store_ts_o, &store_host_o, &store_port_o,
+                          &max_body_o, &crc32))
+        return NULL;
+    phy = PyLong_AsLongLong(phy_o);
+    store_ts = PyLong_AsLongLong(store_ts_o);
+    store_port = PyLong_AsLongLong(store_port_o);
+    max_body = PyLong_AsLongLong(max_body_o);
+    if (PyErr_Occurred()) { /* a value out of range: the twin raises what it raises */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    char *store_host;
+    Py_ssize_t shl;
+    if (!PyBytes_Check(store_host_o) || PyBytes_AsStringAndSize(store_host_o, &store_host, &shl) < 0 ||
+        (shl != 4 && shl != 16) || !in_i32(store_port))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Size(msgs);
+    if (n <= 0 || PySequence_Size(qos) != n) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    rec_t *recs = PyMem_Calloc((size_t)n, sizeof(rec_t));
+    if (recs == NULL)
+        return PyErr_NoMemory();
+    PyObject *out = NULL, *data = NULL, *offsets = NULL, *sizes = NULL;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        rec_t *r = &recs[i];
+        PyObject *m = PySequence_GetItem(msgs, i);
+        if (m == NULL)
+            goto fallback;
+        PyObject *qo = PySequence_GetItem(qos, i);
+        int bad = qo == NULL || !PyLong_Check(qo);
+        if (!bad) {
+            r->qo = PyLong_AsLongLong(qo);
+            bad = r->qo == -1 && PyErr_Occurred();
+        }
+        Py_XDECREF(qo);
+        if (bad) {
+            Py_DECREF(m);
+            goto fallback;
+        }
+        PyObject *topic = PyObject_GetAttr(m, s_topic);
+        r->topic_o = topic;
+        if (topic == NULL || !PyUnicode_Check(topic) ||
+            (r->topic = PyUnicode_AsUTF8AndSize(topic, &r->tl)) == NULL ||
+            bytes_attr(m, s_body, &r->body_o, &r->body, &r->bl) < 0 ||
+            bytes_attr(m, s_properties_raw, &r->props_o, &r->props, &r->pl) < 0 ||
+            bytes_attr(m, s_born_host, &r->born_o, &r->born, &r->hl) < 0 ||
+            int_attr(m, s_queue_id, &r->queue_id) < 0 || int_attr(m, s_flag, &r->flag) < 0 ||
+            int_attr(m, s_sys_flag, &r->sys_flag) < 0 || int_attr(m, s_born_timestamp, &r->born_ts) < 0 ||
+            int_attr(m, s_born_port, &r->born_port) < 0 || int_attr(m, s_reconsume_times, &r->reconsume) < 0 ||
+            int_attr(m, s_prepared_transaction_offset, &r->prepared) < 0) {
+            Py_DECREF(m);
+            goto fallback;
+        }
+        Py_DECREF(m);
+        if (r->tl == 0 || r->tl > 127 || r->pl > 32767 || r->bl > max_body || (r->hl != 4 && r->hl != 16) ||
+            !in_i32(r->queue_id) || !in_i32(r->flag) || !in_i32(r->sys_flag) || !in_i32(r->born_port) ||
+            !in_i32(r->reconsume))
+            goto fallback;
+        PyObject *crc = PyObject_CallFunctionObjArgs(crc32, r->body_o, NULL);
+        if (crc == NULL)
+            goto fallback;
+        r->crc = (uint32_t)(PyLong_AsUnsignedLongMask(crc) & 0x7FFFFFFF);
+        Py_DECREF(crc);
+        /* the fixed part TOTALSIZE..BODYLEN is 80 bytes and the two hosts; then body, TOPICLEN + topic,
+         * PROPERTIESLENGTH + properties */
+        total += 80 + r->hl + shl + r->bl + 1 + r->tl + 2 + r->pl;
+    }
+    data = PyBytes_FromStringAndSize(NULL, total);
+    offsets = PyList_New(n);
+    sizes = PyList_New(n);
+    if (data == NULL || offsets == NULL || sizes == NULL)
+        goto error;
+    unsigned char *p = (unsigned char *)PyBytes_AsString(data);
+    if (p == NULL)
+        goto error;
+    long long at = phy;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        rec_t *r = &recs[i];
+        long long size = 80 + r->hl + shl + r->bl + 1 + r->tl + 2 + r->pl;
+        long long host_bits = (r->hl == 16 ? BORN_V6 : 0) | (shl == 16 ? STORE_V6 : 0);
+        PyObject *o = PyLong_FromLongLong(at), *z = PyLong_FromLongLong(size);
+        if (o == NULL || z == NULL) {
+            Py_XDECREF(o);
+            Py_XDECREF(z);
+            goto error;
+        }
+        PyList_SetItem(offsets, i, o);
+        PyList_SetItem(sizes, i, z);
+        p = put32(p, i == 0 ? 0 : size);
+        p = put32(p, (int32_t)0xDAA320A7); /* MESSAGE_MAGIC_CODE */
+        p = put32(p, r->crc);
+        p = put32(p, r->queue_id);
+        p = put32(p, r->flag);
+        p = put64(p, r->qo);
+        p = put64(p, at);
+        p = put32(p, (r->sys_flag & ~V6_BITS) | host_bits);
+        p = put64(p, r->born_ts);
+        memcpy(p, r->born, (size_t)r->hl);
+        p += r->hl;
+        p = put32(p, r->born_port);
+        p = put64(p, store_ts);
+        memcpy(p, store_host, (size_t)shl);
+        p += shl;
+        p = put32(p, store_port);
+        p = put32(p, r->reconsume);
+        p = put64(p, r->prepared);
+        p = put32(p, r->bl);
+        memcpy(p, r->body, (size_t)r->bl);
+        p += r->bl;
+        *p++ = (unsigned char)r->tl;
+        memcpy(p, r->topic, (size_t)r->tl);
+        p += r->tl;
+        *p++ = (unsigned char)(r->pl >> 8);
+        *p++ = (unsigned char)r->pl;
+        memcpy(p, r->props, (size_t)r->pl);
+        p += r->pl;
+        at += size;
+    }
+    out = PyTuple_Pack(3, data, offsets, sizes);
+error:
+    Py_XDECREF(data);
+    Py_XDECREF(offsets);
+    Py_XDECREF(sizes);
+    for (Py_ssize_t i = 0; i < n; i++)
+        rec_clear(&recs[i]);
+    PyMem_Free(recs);
+    return out;
+fallback:
+    PyErr_Clear();
+    for (Py_ssize_t i = 0; i < n; i++)
+        rec_clear(&recs[i]);
+    PyMem_Free(recs);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
     {"split_frames", split_frames, METH_VARARGS, "Complete frames of a read buffer (see _lane.c)."},
     {"scan_properties", scan_properties, METH_O, "One pass over a message's raw properties (see _lane.c)."},
+    {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -240,4 +460,11 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__lane(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__lane(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
+    INTERN(s_topic, "topic") INTERN(s_queue_id, "queue_id") INTERN(s_body, "body") INTERN(s_flag, "flag")
+    INTERN(s_properties_raw, "properties_raw") INTERN(s_sys_flag, "sys_flag")
+    INTERN(s_born_timestamp, "born_timestamp") INTERN(s_born_host, "born_host") INTERN(s_born_port, "born_port")
+    INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
+    return PyModule_Create(&module);
+}

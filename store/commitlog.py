@@ -21,6 +21,7 @@ import struct
 import zlib
 from typing import Iterator, Sequence
 
+from rocketmq_emulator.native import lane
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, POS_SYS_FLAG
 
@@ -45,6 +46,8 @@ _USHORT = struct.Struct(">H")
 _BLANK = struct.Struct(">ii")
 _U16 = tuple(i.to_bytes(2, "big") for i in range(32768))  # PROPERTIESLEN bytes
 crc32 = zlib.crc32
+#: the native lane's record packer (rocketmq_emulator.native), None on the Python path
+_pack_records = lane.pack_records if lane is not None else None
 PUT_OK = PutMessageStatus.PUT_OK
 
 
@@ -147,54 +150,23 @@ class CommitLog:
         recovery sees none of them.
 
         Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
-        cache = self._topic_prefix
-        variants = self._variants
-        max_body = self.max_message_size
-        store_host, store_port = self.store_host, self.store_port
         if not msgs:
             return PutMessageStatus.MESSAGE_ILLEGAL, None, None
         files = self.queue.files
         mf = files[-1] if files else None
         # Records are packed for the current segment's end; in the rare case they do not fit there the segment
-        # is rolled and the same loop packs them again for the new one.
+        # is rolled and they are packed again for the new one.
         while True:
             start = mf.wrote_position if mf is not None else 0
             phy = mf.file_from_offset + start if mf is not None else 0
-            offsets = []
-            sizes = []
-            parts: list[bytes] = []
-            total = 0
-            later = 0  # the first record's TOTALSIZE stays 0 in the copy; it is written last
-            born = msgs[0].born_host  # the messages of one put nearly always share it: one variant lookup
-            fixed_size, pack, host_bits = variants[len(born) == 16]
-            i = 0  # (no zip: for one message creating it costs more than indexing)
-            for m in msgs:
-                qo = queue_offsets[i]
-                i += 1
-                prefix = cache.get(m.topic) or self._prefix(m.topic)
-                if prefix is None:
-                    return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-                body = m.body
-                props = m.properties_raw
-                pl = len(props)
-                if pl > 32767:
-                    return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
-                bl = len(body)
-                if bl > max_body:
-                    return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-                if m.born_host is not born:
-                    born = m.born_host
-                    fixed_size, pack, host_bits = variants[len(born) == 16]
-                size = fixed_size + len(prefix) + bl + pl
-                offsets.append(phy)
-                sizes.append(size)
-                parts += (pack(later and size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
-                             phy, (m.sys_flag & ~_V6_BITS) | host_bits, m.born_timestamp, born, m.born_port,
-                             store_ts, store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, bl),
-                          body, prefix, _U16[pl], props)
-                later = 1
-                phy += size
-                total += size
+            packed = None if _pack_records is None else _pack_records(
+                msgs, queue_offsets, phy, store_ts, self.store_host, self.store_port, self.max_message_size, crc32)
+            if packed is None:  # the Python path, or a put the native lane leaves to it (a refusal, a bad value)
+                packed = self._pack(msgs, queue_offsets, phy, store_ts)
+                if type(packed) is PutMessageStatus:
+                    return packed, None, None
+            records, offsets, sizes = packed
+            total = len(records)
             if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None, None
             if mf is not None and start + total + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
@@ -207,13 +179,56 @@ class CommitLog:
                 not mf.ensure_allocated(start + total + END_FILE_MIN_BLANK_LENGTH):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None  # disk full: nothing written
         mm = mf.mm
-        mm[start:start + total] = b"".join(parts)
+        mm[start:start + total] = records
         _INT.pack_into(mm, start, sizes[0])  # the whole put becomes valid here
         mf.wrote_position = start + total
         self.last_store_timestamp = store_ts
         if self.sync_flush and not self._flush_sync():
             return PutMessageStatus.FLUSH_DISK_TIMEOUT, offsets, sizes
         return PUT_OK, offsets, sizes
+
+    def _pack(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int], phy: int, store_ts: int
+              ) -> tuple[bytes, list[int], list[int]] | PutMessageStatus:
+        """The records of `msgs` from physical offset `phy`, the first one's TOTALSIZE left 0: (bytes, offsets,
+        sizes), or the status that refuses the put. The reference the native lane's `pack_records` matches."""
+        cache = self._topic_prefix
+        variants = self._variants
+        max_body = self.max_message_size
+        store_host, store_port = self.store_host, self.store_port
+        offsets = []
+        sizes = []
+        parts: list[bytes] = []
+        later = 0  # the first record's TOTALSIZE stays 0 in the copy; it is written last
+        born = msgs[0].born_host  # the messages of one put nearly always share it: one variant lookup
+        fixed_size, pack, host_bits = variants[len(born) == 16]
+        i = 0  # (no zip: for one message creating it costs more than indexing)
+        for m in msgs:
+            qo = queue_offsets[i]
+            i += 1
+            prefix = cache.get(m.topic) or self._prefix(m.topic)
+            if prefix is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            body = m.body
+            props = m.properties_raw
+            pl = len(props)
+            if pl > 32767:
+                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+            bl = len(body)
+            if bl > max_body:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            if m.born_host is not born:
+                born = m.born_host
+                fixed_size, pack, host_bits = variants[len(born) == 16]
+            size = fixed_size + len(prefix) + bl + pl
+            offsets.append(phy)
+            sizes.append(size)
+            parts += (pack(later and size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, qo,
+                         phy, (m.sys_flag & ~_V6_BITS) | host_bits, m.born_timestamp, born, m.born_port,
+                         store_ts, store_host, store_port, m.reconsume_times, m.prepared_transaction_offset, bl),
+                      body, prefix, _U16[pl], props)
+            later = 1
+            phy += size
+        return b"".join(parts), offsets, sizes
 
     def _flush_sync(self) -> bool:
         try:

@@ -29,15 +29,17 @@ from rocketmq_emulator.protocol.frame import FrameDecoder, encode_command_bytes,
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store import commitlog as commitlog_module
+from rocketmq_emulator.store.config import MessageStoreConfig
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketmq_emulator.store.results import PutMessageStatus
 from rocketmq_emulator.testing.broker_harness import BrokerHarness
 
 lane = native.lane
 pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not run: {native.WHY}")
 
 #: the Python twins, and where the native path installs the C functions
-TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties)]
-if hasattr(commitlog_module, "_pack_records"):
-    TWINS.append((commitlog_module, "_pack_records", None))
+TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
+         (commitlog_module, "_pack_records", None)]
 
 
 class python_path:
@@ -121,6 +123,44 @@ def test_split_frames_is_the_python_decoder(before: list[bytes], bad: bytes | No
     with python_path():
         assert frame_module._split_frames is None
         assert native_view == decoded(stream, cuts, max_len)
+
+
+# -- pack_records ------------------------------------------------------------------------------------------
+int32 = st.one_of(st.integers(-2**31, 2**31 - 1), st.sampled_from([0, 1, -1, 2**31, -2**31 - 1]))
+int64 = st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([0, 2**63]))
+messages = st.builds(
+    MessageExtBrokerInner,
+    topic=st.one_of(st.sampled_from(["Orders", "", "t" * 127, "t" * 128, "\u00e9" * 64, "x\ud800"]), st.text(max_size=8)),
+    queue_id=int32, body=st.one_of(st.binary(max_size=200), st.sampled_from([b"", b"b" * 5000])),
+    flag=int32, properties_raw=st.one_of(st.binary(max_size=60), st.sampled_from([b"p" * 32767, b"p" * 32768])),
+    tags_code=st.just(0), sys_flag=st.one_of(st.integers(0, 0xFF), int32), born_timestamp=int64,
+    born_host=st.sampled_from([b"\x7f\0\0\x01", bytes(range(16)), b"\0\0\0"]), born_port=int32,
+    reconsume_times=int32, prepared_transaction_offset=int64)
+
+
+@settings(max_examples=500, deadline=None)
+@given(msgs=st.lists(messages, min_size=1, max_size=4), first_qo=int64, phy=st.integers(0, 2**40),
+       store_ts=int64, store_host=st.sampled_from([b"\x0a\0\0\x01", bytes(16)]), store_port=int32,
+       max_body=st.sampled_from([4096, 4 * 1024 * 1024]))
+def test_pack_records_is_its_python_twin(msgs: list[MessageExtBrokerInner], first_qo: int, phy: int, store_ts: int,
+                                         store_host: bytes, store_port: int, max_body: int) -> None:
+    """The C packer gives the Python twin's records, or leaves the put to it (None): always when the twin
+    refuses it or fails."""
+    config = MessageStoreConfig(store_path_root_dir="/nonexistent", max_message_size=max_body)
+    log = commitlog_module.CommitLog.__new__(commitlog_module.CommitLog)
+    log.max_message_size, log.store_host, log.store_port, log._topic_prefix = max_body, store_host, store_port, {}
+    log._variants = commitlog_module.CommitLog(config, store_host, store_port)._variants
+    qos = [first_qo + i for i in range(len(msgs))]
+    native_records = lane.pack_records(msgs, qos, phy, store_ts, store_host, store_port, max_body,
+                                       commitlog_module.crc32)
+    kind, python_records = outcome(log._pack, msgs, qos, phy, store_ts)
+    if native_records is not None:
+        assert (kind, python_records) == ("ok", native_records)
+    else:
+        unusual = not -2**31 <= store_port < 2**31 or not -2**63 <= store_ts < 2**63 or any(
+            len(m.born_host) not in (4, 16) or not all(-2**31 <= v < 2**31 for v in (
+                m.queue_id, m.flag, m.sys_flag, m.born_port, m.reconsume_times)) for m in msgs)
+        assert kind != "ok" or isinstance(python_records, PutMessageStatus) or unusual
 
 
 # -- the whole send path on both lanes ----------------------------------------------------------------------
