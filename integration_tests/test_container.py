@@ -74,6 +74,8 @@ async def test_remapped_ports_cpp_client_topics_health_and_stop(container, tmp_p
     # SIGTERM with a 2 s grace: exit code 0 means it stopped by itself in time (137 would be the SIGKILL)
     assert await asyncio.to_thread(podman.stop, name, 2) == 0, podman.logs(name)
     assert "stopped in" in podman.logs(name)
+    # the builder stage compiled the native lane; the image ships it (and no compiler)
+    assert "send path: native lane" in podman.logs(name)
 
 
 async def test_the_grpc_endpoint_and_the_dashboard_through_remapped_ports(container, tmp_path):

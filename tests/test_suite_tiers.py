@@ -5,7 +5,9 @@ without a JDK, Podman or a browser can deselect what it cannot run."""
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -72,3 +74,18 @@ def test_ci_runs_the_readmes_second_set_up_command_in_parallel():
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
     assert ci == [commands[1]]
     assert " -n " in commands[1]  # the whole suite in parallel workers
+
+
+def test_the_native_lane_is_built_wherever_a_c_compiler_is():
+    """The native lane is optional (README "Performance"), but not silently missing: where a C compiler is, the
+    install built it and it runs unless ROCKETMQ_EMULATOR_NATIVE=0 turns it off; where none is, the Python path
+    runs and says why."""
+    from rocketmq_emulator import native
+
+    if os.environ.get("ROCKETMQ_EMULATOR_NATIVE", "1") == "0":
+        assert native.lane is None and native.PATH == "python" and "ROCKETMQ_EMULATOR_NATIVE=0" in native.WHY
+    elif shutil.which("cc") or shutil.which("gcc"):
+        assert native.lane is not None, f"a C compiler is here but the lane did not load: {native.WHY}"
+        assert native.PATH == "native"
+    else:
+        assert native.lane is None and "not built" in native.WHY

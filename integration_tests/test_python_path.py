@@ -1,0 +1,31 @@
+"""The suite on the Python path: the unit tier and the send, pull and bad-input tests through TCP run again with
+ROCKETMQ_EMULATOR_NATIVE=0 (the reference implementation and the fallback where no C compiler was at install
+time), in a pytest of their own, while the rest of the suite runs on the native lane. tests/test_native_lane.py
+holds the two paths to byte-equal files and answers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: what runs on the Python path besides the unit tier: everything the lane's steps touch (frames, sends,
+#: batches, refusals, pulls, malformed input) through real sockets, with the official C++ client
+MODULES = ("test_broker_fuzz.py", "test_broker_protocol.py", "test_send_run.py", "test_send_refusals.py",
+           "test_client_pull.py", "test_cpp_client.py")
+
+
+def test_the_suite_passes_on_the_python_path(tmp_path):
+    env = {**os.environ, "ROCKETMQ_EMULATOR_NATIVE": "0"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    check = subprocess.run([sys.executable, "-c", "from rocketmq_emulator import native; print(native.PATH)"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert check.stdout.strip() == "python"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                           "tests", *(f"integration_tests/{m}" for m in MODULES)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary, summary
