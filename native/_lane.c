@@ -5,6 +5,7 @@
  *
  *   split_frames(buf, pos, max_frame_length)  protocol/frame.py  FrameDecoder (the frame prefix rules)
  *   scan_properties(raw)                      broker/core/send_inner.py  _scan_properties
+ *   plain_properties(raw, suffix)             broker/core/send_inner.py  _plain_properties
  *   pack_records(...)                         store/commitlog.py  CommitLog.put_messages (the record bytes)
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
@@ -227,6 +228,68 @@ static PyObject *scan_properties(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(NlNN)", index_keys, tags_code, PyBool_FromLong(wait), PyBool_FromLong(special));
 }
 
+
+/* plain_properties(raw: bytes, suffix: bytes) -> (final: bytes, index_keys, tags_code), or None when a property
+ * needs the full path (DELAY, TRAN_MSG, CLUSTER, TIMER_DELIVER_MS): the common message's properties as stored,
+ * WAIT dropped (its first pair, as protocol.message.remove_property) and `suffix` (CLUSTER) appended. Twin:
+ * broker/core/send_inner.py _plain_properties. */
+static PyObject *plain_properties(PyObject *self, PyObject *args) {
+    PyObject *raw_o, *suffix_o;
+    if (!PyArg_ParseTuple(args, "SS", &raw_o, &suffix_o))
+        return NULL;
+    char *raw, *suffix;
+    Py_ssize_t n, sl;
+    if (PyBytes_AsStringAndSize(raw_o, &raw, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
+        return NULL;
+    PyObject *scan = scan_properties(self, raw_o);
+    if (scan == NULL)
+        return NULL;
+    int wait = PyObject_IsTrue(PyTuple_GetItem(scan, 2));
+    if (PyObject_IsTrue(PyTuple_GetItem(scan, 3))) { /* special */
+        Py_DECREF(scan);
+        Py_RETURN_NONE;
+    }
+    /* kept = raw[0:a] + raw[b:n] (WAIT's pair removed), then its trailing 0x02 stripped */
+    Py_ssize_t a = n, b = n;
+    if (wait) {
+        for (Py_ssize_t j = 0; j + 5 <= n; j++) {
+            if (memcmp(raw + j, "WAIT\x01", 5) == 0 && (j == 0 || raw[j - 1] == '\x02')) {
+                const char *end = memchr(raw + j, '\x02', (size_t)(n - j));
+                a = j;
+                b = end == NULL ? n : (end - raw) + 1;
+                break;
+            }
+        }
+    }
+    Py_ssize_t tail = n - b, head = a;
+    while (tail > 0 && raw[b + tail - 1] == '\x02')
+        tail--;
+    if (tail == 0)
+        while (head > 0 && raw[head - 1] == '\x02')
+            head--;
+    /* the twin appends the suffix when its `raw` is not empty: after WAIT's removal (already stripped) when
+     * there was a WAIT, else the raw as sent; otherwise the suffix without its leading separator */
+    int appended = wait ? head + tail > 0 : n > 0;
+    PyObject *final;
+    if (appended) {
+        final = PyBytes_FromStringAndSize(NULL, head + tail + sl);
+        if (final != NULL) {
+            char *p = PyBytes_AsString(final);
+            memcpy(p, raw, (size_t)head);
+            memcpy(p + head, raw + b, (size_t)tail);
+            memcpy(p + head + tail, suffix, (size_t)sl);
+        }
+    } else {
+        final = PyBytes_FromStringAndSize(sl > 0 ? suffix + 1 : suffix, sl > 0 ? sl - 1 : 0);
+    }
+    if (final == NULL) {
+        Py_DECREF(scan);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("(NOO)", final, PyTuple_GetItem(scan, 0), PyTuple_GetItem(scan, 1));
+    Py_DECREF(scan);
+    return out;
+}
 
 /* ------------------------------------------------------------------------------------------------ */
 /* pack_records                                                                                      */
@@ -451,6 +514,7 @@ fallback:
 static PyMethodDef methods[] = {
     {"split_frames", split_frames, METH_VARARGS, "Complete frames of a read buffer (see _lane.c)."},
     {"scan_properties", scan_properties, METH_O, "One pass over a message's raw properties (see _lane.c)."},
+    {"plain_properties", plain_properties, METH_VARARGS, "A common message's stored properties (see _lane.c)."},
     {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
     {NULL, NULL, 0, NULL},
 };

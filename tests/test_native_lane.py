@@ -39,6 +39,7 @@ pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not 
 
 #: the Python twins, and where the native path installs the C functions
 TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
+         (send_inner, "plain_properties", send_inner._plain_properties),
          (commitlog_module, "_pack_records", None)]
 
 
@@ -79,6 +80,18 @@ prop_bytes = st.one_of(
 @given(raw=prop_bytes)
 def test_scan_properties_is_its_python_twin(raw: bytes) -> None:
     assert outcome(lane.scan_properties, raw) == outcome(send_inner._scan_properties, raw)
+
+
+@settings(max_examples=600, deadline=None)
+@given(raw=st.one_of(prop_bytes, st.sampled_from([b"", b"\x02", b"WAIT\x01true", b"\x02WAIT\x01true\x02\x02",
+                                                  b"xWAIT\x01a\x02WAIT\x01b\x02TAGS\x01t", b"WAIT", b"WAIT\x02\x02"]),
+                     st.lists(st.sampled_from([b"WAIT\x01", b"true", b"\x02", b"TAGS\x01a", b"x", b"\x01"]),
+                              max_size=8).map(b"".join)),
+       suffix=st.sampled_from([b"\x02CLUSTER\x01DefaultCluster", b"", b"\x02"]))
+def test_plain_properties_is_its_python_twin(raw: bytes, suffix: bytes) -> None:
+    native_outcome = outcome(lane.plain_properties, raw, suffix)
+    with python_path():
+        assert native_outcome == outcome(send_inner._plain_properties, raw, suffix)
 
 
 # -- split_frames ------------------------------------------------------------------------------------------

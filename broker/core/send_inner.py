@@ -62,8 +62,20 @@ def _scan_properties(raw: bytes) -> tuple[list[str], int, bool, bool]:
     return index_keys, tag_hash_code(tags.decode()) if tags else 0, wait, special
 
 
-#: the C twin when the native lane runs (rocketmq_emulator.native)
+def _plain_properties(raw: bytes, suffix: bytes) -> tuple[bytes, list[str], int] | None:
+    """A common message's properties as stored (WAIT dropped, `suffix` = the CLUSTER pair appended), its index
+    keys and tags code; None when a property needs the full path (`InnerMessageBuilder.full`)."""
+    index_keys, tags_code, wait, special = scan_properties(raw)
+    if special:
+        return None
+    if wait:
+        raw = remove_property(raw, b"WAIT")
+    return raw.rstrip(b"\x02") + suffix if raw else suffix[1:], index_keys, tags_code
+
+
+#: the C twins when the native lane runs (rocketmq_emulator.native)
 scan_properties = lane.scan_properties if lane is not None else _scan_properties
+plain_properties = lane.plain_properties if lane is not None else _plain_properties
 
 
 def message_illegal_remark(limit: int) -> str:
@@ -106,13 +118,10 @@ class InnerMessageBuilder:
         h = request.header
         if request.sys_flag & TRANSACTION_TYPE_MASK or h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return None
-        raw = (h.properties or "").encode()
-        index_keys, tags_code, wait, special = scan_properties(raw)
-        if special:
+        plain = plain_properties((h.properties or "").encode(), self._cluster_suffix_bytes)
+        if plain is None:
             return None
-        if wait:
-            raw = remove_property(raw, b"WAIT")
-        raw = raw.rstrip(b"\x02") + self._cluster_suffix_bytes if raw else self._cluster_suffix_bytes[1:]
+        raw, index_keys, tags_code = plain
         body = request.body
         if len(raw) > MAX_PROPERTIES_SIZE:  # _check_sizes' rules, inlined
             raise _properties_too_big(raw, self.broker.config.store.max_message_size)
