@@ -6,7 +6,8 @@
  *   split_frames(buf, pos, max_frame_length)  protocol/frame.py  FrameDecoder (the frame prefix rules)
  *   scan_properties(raw)                      broker/core/send_inner.py  _scan_properties
  *   plain_properties(raw, suffix)             broker/core/send_inner.py  _plain_properties
- *   pack_records(...)                         store/commitlog.py  CommitLog.put_messages (the record bytes)
+ *   pack_records(...)                         store/commitlog.py  CommitLog._pack (the record bytes)
+ *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
  * build-time dependency beyond a C compiler, which `pip install` uses when there is one (the extension is
@@ -510,11 +511,61 @@ fallback:
 }
 
 /* ------------------------------------------------------------------------------------------------ */
+/* success_frame                                                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* success_frame(segments, msg_id: str, queue_id: int, queue_offset: int, opaque: int) -> bytes: a send's SUCCESS
+ * answer frame: the 8-byte prefix and the JSON header segments[0] msg_id segments[1] queue_id segments[2]
+ * queue_offset segments[3] opaque segments[4] (numbers in decimal). Twin: the `encode` closure of
+ * protocol/headers.py SendMessageResponseHeader.success_frame_encoder. */
+static PyObject *success_frame(PyObject *self, PyObject *args) {
+    PyObject *segments, *msg_id;
+    long long queue_id, queue_offset, opaque;
+    if (!PyArg_ParseTuple(args, "O!ULLL", &PyTuple_Type, &segments, &msg_id, &queue_id, &queue_offset, &opaque))
+        return NULL;
+    if (PyTuple_Size(segments) != 5) {
+        PyErr_SetString(PyExc_ValueError, "five template segments expected");
+        return NULL;
+    }
+    const char *seg[5];
+    Py_ssize_t segl[5];
+    for (int i = 0; i < 5; i++) {
+        char *c;
+        if (PyBytes_AsStringAndSize(PyTuple_GetItem(segments, i), &c, &segl[i]) < 0)
+            return NULL;
+        seg[i] = c;
+    }
+    Py_ssize_t idl;
+    const char *id = PyUnicode_AsUTF8AndSize(msg_id, &idl);
+    if (id == NULL)
+        return NULL;
+    char nums[3][24];
+    int numl[3] = {
+        snprintf(nums[0], sizeof nums[0], "%lld", queue_id),
+        snprintf(nums[1], sizeof nums[1], "%lld", queue_offset),
+        snprintf(nums[2], sizeof nums[2], "%lld", opaque),
+    };
+    Py_ssize_t hlen = segl[0] + idl + segl[1] + numl[0] + segl[2] + numl[1] + segl[3] + numl[2] + segl[4];
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 + hlen);
+    if (out == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AsString(out);
+    p = put32(p, hlen + 4);
+    p = put32(p, hlen);
+#define ADD(ptr, len) memcpy(p, ptr, (size_t)(len)); p += (len);
+    ADD(seg[0], segl[0]) ADD(id, idl) ADD(seg[1], segl[1]) ADD(nums[0], numl[0]) ADD(seg[2], segl[2])
+    ADD(nums[1], numl[1]) ADD(seg[3], segl[3]) ADD(nums[2], numl[2]) ADD(seg[4], segl[4])
+#undef ADD
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
     {"split_frames", split_frames, METH_VARARGS, "Complete frames of a read buffer (see _lane.c)."},
     {"scan_properties", scan_properties, METH_O, "One pass over a message's raw properties (see _lane.c)."},
     {"plain_properties", plain_properties, METH_VARARGS, "A common message's stored properties (see _lane.c)."},
+    {"success_frame", success_frame, METH_VARARGS, "A send's SUCCESS answer frame (see _lane.c)."},
     {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
     {NULL, NULL, 0, NULL},
 };

@@ -9,10 +9,13 @@ field when a required field is missing or a value does not parse (stricter than 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 import msgspec
+
+from rocketmq_emulator.native import lane
 
 from .codes import CURRENT_VERSION
 from .command import RemotingCommand
@@ -120,6 +123,10 @@ def _is_type(annotation: Any, t: type) -> bool:
 # --------------------------------------------------------------------------------------------------
 # §4.1 Sending
 # --------------------------------------------------------------------------------------------------
+#: the native lane's answer encoder (rocketmq_emulator.native), None on the Python path
+_success_frame = lane.success_frame if lane is not None else None
+
+
 class SendMessageRequestHeader(CommandHeader, kw_only=True):
     """SEND_MESSAGE (10) with long names; also the decoded form of the V2 header."""
 
@@ -252,10 +259,12 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
         return {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
 
     @staticmethod
-    def success_frame_encoder(extra: dict[str, str]) -> Callable[[str, int, int, int], bytes]:
+    def success_frame_encoder(extra: dict[str, str], native_off: bool = False
+                              ) -> Callable[[str, int, int, int], bytes]:
         """The broker's send hot path: `encode(msg_id, queue_id, queue_offset, opaque)` -> the whole SUCCESS
         answer frame, byte for byte what encoding `RemotingCommand.response_to(request, SUCCESS, None,
-        fast_ext(...) | extra)` for a JSON request gives (`extra`: MSG_REGION, TRACE_ON)."""
+        fast_ext(...) | extra)` for a JSON request gives (`extra`: MSG_REGION, TRACE_ON). With the native lane
+        its `success_frame` fills the template (`native_off`: the Python twin regardless)."""
         from .command import RESPONSE_FLAG, RemotingCommand
         from .frame import frame_prefix, json_frame_template
 
@@ -267,7 +276,18 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
             header = (template % (msg_id, queue_id, queue_offset, opaque)).encode()
             return frame_prefix(len(header)) + header
 
-        return encode
+        if _success_frame is None or native_off:
+            return encode
+        # the native lane's twin: the template's literal segments around its four conversions, as bytes
+        segments = [""]
+        for piece in re.split(r"(%%|%[sd])", template):
+            if piece == "%%":
+                segments[-1] += "%"
+            elif piece in ("%s", "%d"):
+                segments.append("")
+            else:
+                segments[-1] += piece
+        return functools.partial(_success_frame, tuple(part.encode() for part in segments))
 
 
 # --------------------------------------------------------------------------------------------------

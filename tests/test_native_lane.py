@@ -25,8 +25,9 @@ from rocketmq_emulator import native
 from rocketmq_emulator.broker.core import send_inner
 from rocketmq_emulator.protocol import ProtocolError, RemotingCommand, RequestCode
 from rocketmq_emulator.protocol import frame as frame_module
+from rocketmq_emulator.protocol import headers as headers_module
 from rocketmq_emulator.protocol.frame import FrameDecoder, encode_command_bytes, frame_prefix
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
+from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store import commitlog as commitlog_module
 from rocketmq_emulator.store.config import MessageStoreConfig
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not 
 #: the Python twins, and where the native path installs the C functions
 TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
          (send_inner, "plain_properties", send_inner._plain_properties),
-         (commitlog_module, "_pack_records", None)]
+         (commitlog_module, "_pack_records", None), (headers_module, "_success_frame", None)]
 
 
 class python_path:
@@ -92,6 +93,20 @@ def test_plain_properties_is_its_python_twin(raw: bytes, suffix: bytes) -> None:
     native_outcome = outcome(lane.plain_properties, raw, suffix)
     with python_path():
         assert native_outcome == outcome(send_inner._plain_properties, raw, suffix)
+
+
+@settings(max_examples=300, deadline=None)
+@given(region=st.text(max_size=6), trace=st.sampled_from(["true", "false"]), msg_id=st.text("0123456789ABCDEF", max_size=40),
+       queue_id=st.integers(-2**31, 2**31 - 1), queue_offset=st.integers(-2**63, 2**63 - 1),
+       opaque=st.integers(-2**31, 2**31 - 1))
+def test_success_frame_is_its_python_twin(region: str, trace: str, msg_id: str, queue_id: int, queue_offset: int,
+                                          opaque: int) -> None:
+    extra = {"MSG_REGION": region + "%s%%d", "TRACE_ON": trace}
+    native_encode = SendMessageResponseHeader.success_frame_encoder(extra)
+    python_encode = SendMessageResponseHeader.success_frame_encoder(extra, native_off=True)
+    assert native_encode is not python_encode and getattr(native_encode, "func", None) is lane.success_frame
+    assert native_encode(msg_id, queue_id, queue_offset, opaque) == python_encode(msg_id, queue_id, queue_offset,
+                                                                                  opaque)
 
 
 # -- split_frames ------------------------------------------------------------------------------------------
