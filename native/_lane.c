@@ -7,6 +7,7 @@
  *   scan_properties(raw)                      broker/core/send_inner.py  _scan_properties
  *   plain_properties(raw, suffix)             broker/core/send_inner.py  _plain_properties
  *   pack_records(...)                         store/commitlog.py  CommitLog._pack (the record bytes)
+ *   scan_units(...)                           store/message_lookup.py  MessageLookup._scan_units (pulls)
  *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
@@ -560,12 +561,184 @@ static PyObject *success_frame(PyObject *self, PyObject *args) {
 }
 
 /* ------------------------------------------------------------------------------------------------ */
+/* scan_units                                                                                        */
+/* ------------------------------------------------------------------------------------------------ */
+
+static PyObject *s_mm, *s_wrote_position, *s_file_from_offset;
+
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)be32(p) << 32) | (uint64_t)be32(p + 4));
+}
+
+/* scan_units(cq_mm, pos, end, offset, max_msg_nums, tags, files, file_size, max_bytes, max_count)
+ *   -> (found: int, p: int, total: int, messages: list[bytes], queue_offsets: list[int], phy_offsets: list[int])
+ * The pull's walk over consume-queue units from byte `pos` to `end` of `cq_mm`, the records read from the
+ * commitlog segments `files` (MappedFile objects: mm, wrote_position, file_from_offset) of `file_size` bytes:
+ * the twin of store/message_lookup.py _scan_units for a pull with no record filter and no memory limit, `tags`
+ * None (every message) or a set of tag hash codes. found: 0 none matched, 1 found, 2 the first unit's record
+ * was removed (MESSAGE_WAS_REMOVING). None when something is off (a unit outside its segment): the twin then
+ * walks the units itself. */
+static PyObject *scan_units(PyObject *self, PyObject *args) {
+    PyObject *cq_mm, *tags, *files;
+    Py_ssize_t pos, end, max_msg_nums, max_count;
+    long long offset, file_size, max_bytes;
+    if (!PyArg_ParseTuple(args, "OnnLnOOLLn", &cq_mm, &pos, &end, &offset, &max_msg_nums, &tags, &files, &file_size,
+                          &max_bytes, &max_count))
+        return NULL;
+    if (tags != Py_None && !PyAnySet_Check(tags)) {
+        PyErr_SetString(PyExc_TypeError, "tags: None or a set");
+        return NULL;
+    }
+    if (!PyList_Check(files) || file_size <= 0) {
+        PyErr_SetString(PyExc_TypeError, "files: a list; file_size > 0");
+        return NULL;
+    }
+    Py_buffer cq;
+    if (PyObject_GetBuffer(cq_mm, &cq, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (end > cq.len)
+        end = cq.len;
+    Py_ssize_t nfiles = PyList_Size(files);
+    long long first_from = 0;
+    PyObject *messages = PyList_New(0), *qos = PyList_New(0), *phys = PyList_New(0);
+    PyObject *out = NULL;
+    /* the segment in use: its buffer, wrote position and start */
+    Py_ssize_t cur_idx = -1;
+    Py_buffer seg;
+    int have_seg = 0;
+    long long seg_from = 0, seg_wrote = 0;
+    if (messages == NULL || qos == NULL || phys == NULL)
+        goto done;
+    if (nfiles > 0) {
+        PyObject *v = PyObject_GetAttr(PyList_GetItem(files, 0), s_file_from_offset);
+        if (v == NULL)
+            goto done;
+        first_from = PyLong_AsLongLong(v);
+        Py_DECREF(v);
+        if (PyErr_Occurred())
+            goto done;
+    }
+    long long total = 0, next_phy_file_start = -1;
+    int found = 0;
+    Py_ssize_t count = 0, p = pos;
+    const unsigned char *units = (const unsigned char *)cq.buf;
+    for (; p < end; p += 20) {
+        if (p + 20 > cq.len) { /* a unit cut by the end of the mapping (the twin's unpack_from raises) */
+            PyErr_SetString(PyExc_ValueError, "unit cut");
+            goto done;
+        }
+        long long phy = be64(units + p);
+        int32_t size = (int32_t)be32(units + p + 8);
+        long long tag = be64(units + p + 12);
+        if (phy < next_phy_file_start)
+            continue;
+        if (total) {
+            if (count >= max_msg_nums)
+                break;
+            if (total + size > max_bytes || count >= max_count)
+                break;
+        }
+        if (tags != Py_None) {
+            long long code = tag; /* the tags code as the int32 the filter holds */
+            if (tag < -0x80000000LL || tag > 0x7FFFFFFFLL)
+                code = (long long)(uint32_t)(((uint64_t)tag + 0x80000000ULL) & 0xFFFFFFFFULL) - 0x80000000LL;
+            PyObject *c = PyLong_FromLongLong(code);
+            if (c == NULL)
+                goto done;
+            int hit = PySet_Contains(tags, c);
+            Py_DECREF(c);
+            if (hit < 0)
+                goto done;
+            if (!hit)
+                continue;
+        }
+        /* commitlog.get_message(phy, size) */
+        int got = 0;
+        if (nfiles > 0 && size > 0) {
+            long long rel = phy - first_from;
+            long long idx = rel >= 0 ? rel / file_size : -((-rel + file_size - 1) / file_size); /* floor */
+            if (idx >= 0 && idx < nfiles) {
+                if (idx != cur_idx) {
+                    if (have_seg) {
+                        PyBuffer_Release(&seg);
+                        have_seg = 0;
+                    }
+                    PyObject *mf = PyList_GetItem(files, (Py_ssize_t)idx);
+                    PyObject *mm = PyObject_GetAttr(mf, s_mm);
+                    PyObject *w = PyObject_GetAttr(mf, s_wrote_position);
+                    PyObject *f = PyObject_GetAttr(mf, s_file_from_offset);
+                    int rc = (mm == NULL || w == NULL || f == NULL) ? -1 : PyObject_GetBuffer(mm, &seg, PyBUF_SIMPLE);
+                    if (rc == 0) {
+                        have_seg = 1;
+                        seg_wrote = PyLong_AsLongLong(w);
+                        seg_from = PyLong_AsLongLong(f);
+                    }
+                    Py_XDECREF(mm);
+                    Py_XDECREF(w);
+                    Py_XDECREF(f);
+                    if (rc < 0 || PyErr_Occurred())
+                        goto done;
+                    cur_idx = (Py_ssize_t)idx;
+                }
+                long long at = phy - seg_from;
+                if (at < 0 || (at + size <= seg_wrote && at + size > seg.len)) {
+                    /* a slice Python would take from the end or cut short: leave it to the twin */
+                    PyErr_SetString(PyExc_ValueError, "unit outside its segment");
+                    goto done;
+                }
+                got = at + size <= seg_wrote;
+                if (got) {
+                    PyObject *data = PyBytes_FromStringAndSize((const char *)seg.buf + at, size);
+                    PyObject *qo = PyLong_FromLongLong(offset + (p - pos) / 20);
+                    PyObject *ph = PyLong_FromLongLong(phy);
+                    int bad = data == NULL || qo == NULL || ph == NULL || PyList_Append(messages, data) < 0 ||
+                              PyList_Append(qos, qo) < 0 || PyList_Append(phys, ph) < 0;
+                    Py_XDECREF(data);
+                    Py_XDECREF(qo);
+                    Py_XDECREF(ph);
+                    if (bad)
+                        goto done;
+                }
+            }
+        }
+        if (!got) {
+            if (!total)
+                found = 2;
+            long long m = phy % file_size;
+            if (m < 0)
+                m += file_size;
+            next_phy_file_start = phy + file_size - m;
+            continue;
+        }
+        count++;
+        total += size;
+        found = 1;
+        next_phy_file_start = -1;
+    }
+    out = Py_BuildValue("(inLOOO)", found, p, total, messages, qos, phys);
+done:
+    if (out == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) { /* off: the twin decides */
+        PyErr_Clear();
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    if (have_seg)
+        PyBuffer_Release(&seg);
+    PyBuffer_Release(&cq);
+    Py_XDECREF(messages);
+    Py_XDECREF(qos);
+    Py_XDECREF(phys);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
     {"split_frames", split_frames, METH_VARARGS, "Complete frames of a read buffer (see _lane.c)."},
     {"scan_properties", scan_properties, METH_O, "One pass over a message's raw properties (see _lane.c)."},
     {"plain_properties", plain_properties, METH_VARARGS, "A common message's stored properties (see _lane.c)."},
     {"success_frame", success_frame, METH_VARARGS, "A send's SUCCESS answer frame (see _lane.c)."},
+    {"scan_units", scan_units, METH_VARARGS, "A pull's walk over consume-queue units (see _lane.c)."},
     {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
     {NULL, NULL, 0, NULL},
 };
@@ -580,6 +753,7 @@ PyMODINIT_FUNC PyInit__lane(void) {
     INTERN(s_topic, "topic") INTERN(s_queue_id, "queue_id") INTERN(s_body, "body") INTERN(s_flag, "flag")
     INTERN(s_properties_raw, "properties_raw") INTERN(s_sys_flag, "sys_flag")
     INTERN(s_born_timestamp, "born_timestamp") INTERN(s_born_host, "born_host") INTERN(s_born_port, "born_port")
+    INTERN(s_mm, "mm") INTERN(s_wrote_position, "wrote_position") INTERN(s_file_from_offset, "file_from_offset")
     INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
     return PyModule_Create(&module);
 }

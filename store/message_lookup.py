@@ -19,11 +19,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Collection
 
+from rocketmq_emulator.native import lane
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MessageExt
 
 from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
 from .results import GetMessageResult, GetMessageStatus, QueryMessageResult
+
+#: the native lane's walk over consume-queue units for plain pulls (rocketmq_emulator.native), None on the
+#: Python path; its outcome codes as statuses
+_scan_units = lane.scan_units if lane is not None else None
+_FOUND_STATUS = (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.FOUND, GetMessageStatus.MESSAGE_WAS_REMOVING)
 
 if TYPE_CHECKING:
     import threading
@@ -106,6 +112,17 @@ class MessageLookup:
         max_phy = commitlog.max_offset
         mem = cfg.total_physical_memory_size
         mem_limit = None if mem is None else mem * cfg.access_message_in_memory_max_ratio // 100
+        if _scan_units is not None and record_filter is None and mem_limit is None and \
+                (tag_filter is None or type(tag_filter) is set or type(tag_filter) is frozenset):
+            native = _scan_units(mf.mm, pos, end, offset, max_msg_nums, tag_filter, commitlog.queue.files,
+                                 commitlog.file_size, cfg.max_transfer_bytes_on_message_in_memory,
+                                 cfg.max_transfer_count_on_message_in_memory)
+            if native is not None:  # (None: something is off; the walk below decides)
+                found, p, result.buffer_total_size, result.messages, result.queue_offsets, result.phy_offsets = native
+                result.status = _FOUND_STATUS[found]
+                result.units_scanned = scanned = (p - pos) // CQ_STORE_UNIT_SIZE
+                result.next_begin_offset = offset + scanned
+                return result
         match: Callable[[int], bool] | None
         if tag_filter is None:
             match = None

@@ -1,9 +1,10 @@
 """The native lane (native/_lane.c) against its Python twins: the same results, byte for byte, whatever comes in.
 
 * each C function against its twin on random input (hypothesis), errors included;
-* the whole send path on both lanes: one random stream of requests (single sends and batches, sizes,
-  properties, tags, keys, queues, refusals, segment ends, reads cut anywhere) fed to two harness brokers, one
-  per path, must leave byte-equal commitlog, consume queue and index files and byte-equal answers.
+* the whole send and pull path on both lanes: one random stream of requests (single sends and batches, sizes,
+  properties, tags, keys, queues, refusals, segment ends, pulls of every message or by tag, reads cut
+  anywhere) fed to two harness brokers, one per path, must leave byte-equal commitlog, consume queue and index
+  files and byte-equal answers.
 
 The lane is optional (no C compiler at install time, or ROCKETMQ_EMULATOR_NATIVE=0): these tests then say so
 and skip; tests/test_suite_tiers.py requires the lane to be built wherever a C compiler is.
@@ -15,6 +16,7 @@ import asyncio
 import random
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -22,14 +24,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketmq_emulator import native
-from rocketmq_emulator.broker.core import send_inner
+from rocketmq_emulator.broker.core import consume_core, send_inner
 from rocketmq_emulator.protocol import ProtocolError, RemotingCommand, RequestCode
 from rocketmq_emulator.protocol import frame as frame_module
 from rocketmq_emulator.protocol import headers as headers_module
-from rocketmq_emulator.protocol.frame import FrameDecoder, encode_command_bytes, frame_prefix
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, SendMessageResponseHeader
+from rocketmq_emulator.protocol.codes import PullSysFlag
+from rocketmq_emulator.protocol.frame import FrameDecoder, decode_frames, encode_command_bytes, frame_prefix
+from rocketmq_emulator.protocol.headers import (PullMessageRequestHeader, SendMessageRequestHeader,
+                                                SendMessageResponseHeader)
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store import commitlog as commitlog_module
+from rocketmq_emulator.store import message_lookup
 from rocketmq_emulator.store.config import MessageStoreConfig
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import PutMessageStatus
@@ -41,7 +46,8 @@ pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not 
 #: the Python twins, and where the native path installs the C functions
 TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
          (send_inner, "plain_properties", send_inner._plain_properties),
-         (commitlog_module, "_pack_records", None), (headers_module, "_success_frame", None)]
+         (commitlog_module, "_pack_records", None), (headers_module, "_success_frame", None),
+         (message_lookup, "_scan_units", None)]
 
 
 class python_path:
@@ -226,7 +232,19 @@ def requests(draw: st.DrawFn) -> list[bytes]:
         else:
             cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body, opaque=opaque + 1)
         out.append(encode_command_bytes(cmd))
+        if draw(st.integers(0, 3)) == 0:  # a pull of what is there so far, every message or by tag
+            pull = PullMessageRequestHeader(
+                consumer_group="cg", topic=draw(st.sampled_from(TOPICS[:2])), queue_id=draw(st.integers(0, 3)),
+                queue_offset=draw(st.integers(0, 12)), max_msg_nums=draw(st.integers(1, 32)),
+                sys_flag=int(PullSysFlag.SUBSCRIPTION), subscription=draw(st.sampled_from(["*", "TagA || TagB"])),
+                sub_version=1)
+            out.append(encode_command_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext(),
+                                                                    opaque=10_000 + opaque)))
     return out
+
+
+def requests_in(stream: bytes) -> int:
+    return len(decode_frames(stream))
 
 
 def store_files(root: Path) -> list[tuple[str, bytes]]:
@@ -239,11 +257,24 @@ def store_files(root: Path) -> list[tuple[str, bytes]]:
     return out
 
 
+class FixedTime:
+    """consume_core's `time` while a stream runs: the wall clock stopped, the perf counter running."""
+
+    perf_counter_ns = staticmethod(time.perf_counter_ns)
+
+    @staticmethod
+    def time() -> float:
+        return 1_700_000_000.0
+
+
 def run_broker(root: Path, stream: bytes, cuts: list[int]) -> tuple[bytes, list[tuple[str, bytes]]]:
     """(The outcome is not the task's result: Python 3.11's asyncio.run formats the main task, result included,
     when it restores the SIGINT handler, which takes seconds for megabytes.)"""
     out: list[tuple[bytes, list[tuple[str, bytes]]]] = []
-    asyncio.run(_run_broker(root, stream, cuts, out))
+    try:
+        asyncio.run(_run_broker(root, stream, cuts, out))
+    finally:
+        consume_core.time = time
     return out[0]
 
 
@@ -253,6 +284,7 @@ async def _run_broker(root: Path, stream: bytes, cuts: list[int],
     async with BrokerHarness(root, mappedFileSizeCommitLog=64 * 1024, maxMessageSize=65536,
                              mappedFileSizeConsumeQueue=20 * 50) as harness:
         harness.broker.store._clock = lambda: 1_700_000_000_000  # one store time on both paths
+        consume_core.time = FixedTime  # ... and one born time for the OFFSET_MOVED_EVENTs of illegal pulls
         written: list[bytes] = []
         channel = harness.client
         channel.conn.remote_port = 50000
@@ -260,7 +292,10 @@ async def _run_broker(root: Path, stream: bytes, cuts: list[int],
         channel.transport.on_write = written.append
         for a, b in zip([0, *cuts], [*cuts, len(stream)]):
             channel.conn.data_received(stream[a:b])
-        await asyncio.sleep(0)
+        for _ in range(200):  # every request answered (a pull may answer from a task)
+            if len(decode_frames(b"".join(written))) >= requests_in(stream):
+                break
+            await asyncio.sleep(0.001)
     out.append((b"".join(written), store_files(root)))
 
 
