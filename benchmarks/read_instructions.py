@@ -168,9 +168,9 @@ CASES = (("PULL_MESSAGE 32 x 100 B", "pull", 16 * 32), ("PULL_MESSAGE 32 x 100 B
          ("POP_MESSAGE 32 x 100 B", "pop", 8 * 32))
 
 
-def check(driver: Path, pythonpath: Path | None, case: str, per_read: int, work: Path) -> None:
+def check(driver: Path, pythonpath: Path | None, case: str, per_read: int, work: Path, native: bool = True) -> None:
     """One run without callgrind that decodes the answers: each SUCCESS with the expected messages."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONHASHSEED": "0", "ROCKETMQ_EMULATOR_NATIVE": "1" if native else "0"}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run([sys.executable, str(driver), case, "2", "2", "1"], env=env, capture_output=True,
@@ -183,7 +183,9 @@ def check(driver: Path, pythonpath: Path | None, case: str, per_read: int, work:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--compare", default="8c1b98a", metavar="REV", help="the other revision (default 8c1b98a)")
+    ap.add_argument("--compare", default="8c1b98a", metavar="REV",
+                    help="the other revision (default 8c1b98a; its tree has no compiled native lane), or `python`: "
+                         "this checkout on its Python path (ROCKETMQ_EMULATOR_NATIVE=0)")
     ap.add_argument("--rounds", type=int, default=30, help="extra reads measured per case (default 30)")
     ap.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT (e.g. PULL, POP, Tag)")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
@@ -193,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         driver = work / "driver.py"
         driver.write_text(DRIVER)
-        other = checkout(args.compare, work / "other")
+        python_path = args.compare == "python"
+        other = None if python_path else checkout(args.compare, work / "other")
         print(f"instructions per message (callgrind), {sys.executable}, PYTHONHASHSEED=0, {args.rounds} extra reads"
               + (f", lowest of {args.repeat} pairs of runs" if args.repeat > 1 else ""))
         print(f"  {'case':<38} {'this checkout':>14} {args.compare:>14} {'ratio':>7}")
@@ -201,13 +204,13 @@ def main(argv: list[str] | None = None) -> None:
             if args.only and args.only not in label:
                 continue
             per, spread = [], []
-            for pythonpath in (None, other):
-                check(driver, pythonpath, case, per_read, work)
+            for pythonpath, lane in ((None, True), (other, not python_path)):
+                check(driver, pythonpath, case, per_read, work, lane)
                 most = 2 + args.rounds  # what the longer run pops: both runs store that much
                 got = []
                 for _ in range(args.repeat):
-                    low = instructions(driver, pythonpath, (case, 2, most, 0), work)
-                    high = instructions(driver, pythonpath, (case, most, most, 0), work)
+                    low = instructions(driver, pythonpath, (case, 2, most, 0), work, lane)
+                    high = instructions(driver, pythonpath, (case, most, most, 0), work, lane)
                     got.append((high - low) / (args.rounds * per_read))
                 per.append(min(got))
                 spread.append(f"{min(got):,.0f}-{max(got):,.0f}")
