@@ -6,6 +6,7 @@
  *   split_frames(buf, pos, max_frame_length)  protocol/frame.py  FrameDecoder (the frame prefix rules)
  *   scan_properties(raw)                      broker/core/send_inner.py  _scan_properties
  *   plain_properties(raw, suffix)             broker/core/send_inner.py  _plain_properties
+ *   batch_messages(...)                       broker/core/send_inner.py  InnerMessageBuilder.batch's loop
  *   pack_records(...)                         store/commitlog.py  CommitLog._pack (the record bytes)
  *   scan_units(...)                           store/message_lookup.py  MessageLookup._scan_units (pulls)
  *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
@@ -732,6 +733,101 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------------ */
+/* batch_messages                                                                                    */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* batch_messages(cls, body, suffix, topic, queue_id, sys_flag, born_timestamp, born_host, born_port)
+ *   -> (messages: list[cls], total_body_bytes) or None
+ * The messages of a SEND_BATCH_MESSAGE body, each `cls(topic, queue_id, body, flag, properties, tags_code,
+ * sys_flag, born_timestamp, born_host, born_port, 0, 0, index_keys)` with its properties stripped of trailing
+ * separators and `suffix` appended (the suffix's tail alone when it has none). None whenever the twin must
+ * decide (a malformed item, properties over 32767 bytes, text that is not UTF-8): it then raises what it
+ * raises. Twin: broker/core/send_inner.py InnerMessageBuilder.batch's loop. */
+static PyObject *batch_messages(PyObject *self, PyObject *args) {
+    PyObject *cls, *body_o, *suffix_o, *topic, *queue_id, *sys_flag, *born_ts, *born, *port;
+    if (!PyArg_ParseTuple(args, "OSSOOOOOO", &cls, &body_o, &suffix_o, &topic, &queue_id, &sys_flag, &born_ts,
+                          &born, &port))
+        return NULL;
+    char *buf, *suffix;
+    Py_ssize_t n, sl;
+    if (PyBytes_AsStringAndSize(body_o, &buf, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
+        return NULL;
+    if (n == 0)
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(0), *zero = PyLong_FromLong(0);
+    if (out == NULL || zero == NULL)
+        goto error;
+    long long total = 0;
+    Py_ssize_t pos = 0;
+    const unsigned char *u = (const unsigned char *)buf;
+    while (pos < n) {
+        if (n - pos < 22)
+            goto fallback;
+        int32_t size = (int32_t)be32(u + pos), flag = (int32_t)be32(u + pos + 12), body_len = (int32_t)be32(u + pos + 16);
+        Py_ssize_t end = pos + size;
+        if (size < 22 || end > n || body_len < 0 || 22 + (int64_t)body_len > size)
+            goto fallback;
+        Py_ssize_t p = pos + 20 + body_len;
+        Py_ssize_t plen = ((Py_ssize_t)u[p] << 8) | u[p + 1];
+        if (p + 2 + plen != end)
+            goto fallback;
+        const char *raw = buf + p + 2;
+        Py_ssize_t rl = plen;
+        PyObject *props;
+        if (rl > 0) {
+            while (rl > 0 && raw[rl - 1] == '\x02')
+                rl--;
+            props = PyBytes_FromStringAndSize(NULL, rl + sl);
+            if (props == NULL)
+                goto error;
+            memcpy(PyBytes_AsString(props), raw, (size_t)rl);
+            memcpy(PyBytes_AsString(props) + rl, suffix, (size_t)sl);
+        } else {
+            props = PyBytes_FromStringAndSize(sl > 0 ? suffix + 1 : suffix, sl > 0 ? sl - 1 : 0);
+            if (props == NULL)
+                goto error;
+        }
+        if (PyBytes_Size(props) > 32767) {
+            Py_DECREF(props);
+            goto fallback;
+        }
+        total += body_len;
+        PyObject *scan = scan_properties(self, props);
+        if (scan == NULL) {
+            Py_DECREF(props);
+            goto fallback;
+        }
+        PyObject *item_body = PyBytes_FromStringAndSize(buf + pos + 20, body_len);
+        PyObject *flag_o = PyLong_FromLong(flag);
+        PyObject *msg = (item_body == NULL || flag_o == NULL) ? NULL :
+            PyObject_CallFunctionObjArgs(cls, topic, queue_id, item_body, flag_o, props, PyTuple_GetItem(scan, 1),
+                                         sys_flag, born_ts, born, port, zero, zero, PyTuple_GetItem(scan, 0), NULL);
+        Py_XDECREF(item_body);
+        Py_XDECREF(flag_o);
+        Py_DECREF(props);
+        Py_DECREF(scan);
+        if (msg == NULL)
+            goto error;
+        int rc = PyList_Append(out, msg);
+        Py_DECREF(msg);
+        if (rc < 0)
+            goto error;
+        pos = end;
+    }
+    Py_DECREF(zero);
+    return Py_BuildValue("(NL)", out, total);
+fallback:
+    PyErr_Clear();
+    Py_XDECREF(out);
+    Py_XDECREF(zero);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(out);
+    Py_XDECREF(zero);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
     {"split_frames", split_frames, METH_VARARGS, "Complete frames of a read buffer (see _lane.c)."},
@@ -739,6 +835,7 @@ static PyMethodDef methods[] = {
     {"plain_properties", plain_properties, METH_VARARGS, "A common message's stored properties (see _lane.c)."},
     {"success_frame", success_frame, METH_VARARGS, "A send's SUCCESS answer frame (see _lane.c)."},
     {"scan_units", scan_units, METH_VARARGS, "A pull's walk over consume-queue units (see _lane.c)."},
+    {"batch_messages", batch_messages, METH_VARARGS, "The messages of a batch body (see _lane.c)."},
     {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
     {NULL, NULL, 0, NULL},
 };

@@ -45,7 +45,7 @@ pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not 
 
 #: the Python twins, and where the native path installs the C functions
 TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
-         (send_inner, "plain_properties", send_inner._plain_properties),
+         (send_inner, "plain_properties", send_inner._plain_properties), (send_inner, "batch_messages", None),
          (commitlog_module, "_pack_records", None), (headers_module, "_success_frame", None),
          (message_lookup, "_scan_units", None)]
 
@@ -113,6 +113,39 @@ def test_success_frame_is_its_python_twin(region: str, trace: str, msg_id: str, 
     assert native_encode is not python_encode and getattr(native_encode, "func", None) is lane.success_frame
     assert native_encode(msg_id, queue_id, queue_offset, opaque) == python_encode(msg_id, queue_id, queue_offset,
                                                                                   opaque)
+
+
+def batch_item(body: bytes, props: bytes, flag: int) -> bytes:
+    item = BatchItem(body, flag=flag, properties_raw=props)
+    return encode_batch([item]) if len(props) <= 32767 else b""
+
+
+batch_bodies = st.one_of(
+    st.lists(st.builds(batch_item, st.binary(max_size=40), prop_bytes | st.just(b"p" * 32760),
+                       st.integers(-2**31, 2**31 - 1)), max_size=5).map(b"".join),
+    st.binary(max_size=60),
+    st.lists(st.builds(batch_item, st.binary(max_size=10), prop_bytes, st.just(0)), min_size=1, max_size=3).map(
+        b"".join).flatmap(lambda b: st.integers(0, len(b)).map(lambda cut: b[:cut] + b[cut + 1:])))
+
+
+@settings(max_examples=500, deadline=None)
+@given(body=batch_bodies, suffix=st.sampled_from([b"\x02CLUSTER\x01DefaultCluster", b"\x02a\x01b\x02CLUSTER\x01c", b""]))
+def test_batch_messages_is_its_python_twin(body: bytes, suffix: bytes) -> None:
+    """The C batch reader makes the twin's messages, or leaves the batch to it (None): always when the twin
+    refuses it."""
+    args = ("Orders", 2, 0, 1_700_000, b"\x7f\0\0\x01", 50000)
+    native_made = lane.batch_messages(MessageExtBrokerInner, body, suffix, *args)
+    builder = send_inner.InnerMessageBuilder.__new__(send_inner.InnerMessageBuilder)
+    with python_path():
+        kind, python_made = outcome(builder._batch_items, body, suffix, *args)
+
+    def slots(made):  # type: ignore[no-untyped-def]
+        return [tuple(getattr(m, name) for name in MessageExtBrokerInner.__slots__) for m in made[0]], made[1]
+
+    if native_made is not None:
+        assert kind == "ok" and slots(native_made) == slots(python_made)
+    else:
+        assert kind != "ok"
 
 
 # -- split_frames ------------------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ def _plain_properties(raw: bytes, suffix: bytes) -> tuple[bytes, list[str], int]
 #: the C twins when the native lane runs (rocketmq_emulator.native)
 scan_properties = lane.scan_properties if lane is not None else _scan_properties
 plain_properties = lane.plain_properties if lane is not None else _plain_properties
+batch_messages = lane.batch_messages if lane is not None else None
 
 
 def message_illegal_remark(limit: int) -> str:
@@ -192,23 +193,35 @@ class InnerMessageBuilder:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, message_illegal_remark(self.broker.config.store.max_message_size))
         suffix = (self._cluster_suffix if not batch_props else
                   "\x02" + batch_props.rstrip("\x02") + self._cluster_suffix).encode()
+        born_ts, born, port = h.born_timestamp, request.born_host, request.born_port
+        made = None if batch_messages is None else batch_messages(
+            MessageExtBrokerInner, request.body, suffix, topic, queue_id, sys_flag, born_ts, born, port)
+        if made is not None:  # the native lane (None: a malformed or oversized item, decided below)
+            inners, total = made
+        else:
+            inners, total = self._batch_items(request.body, suffix, topic, queue_id, sys_flag, born_ts, born, port)
+        if total > self.broker.config.store.max_message_size:
+            raise _body_too_big(total, self.broker.config.store.max_message_size, "batch")
+        return inners
+
+    def _batch_items(self, body: bytes, suffix: bytes, topic: str, queue_id: int, sys_flag: int, born_ts: int,
+                     born: bytes, port: int) -> tuple[list[MessageExtBrokerInner], int]:
+        """The messages of a batch body and their bodies' total size; the reference the native lane's
+        `batch_messages` matches."""
         inners = []
         total = 0
-        born_ts, born, port = h.born_timestamp, request.born_host, request.born_port
         try:
-            for flag, body, raw in iter_batch(request.body):
+            for flag, body, raw in iter_batch(body):
                 raw = (raw.rstrip(b"\x02") + suffix) if raw else suffix[1:]
                 if len(raw) > MAX_PROPERTIES_SIZE:
                     raise _properties_too_big(raw, self.broker.config.store.max_message_size)
                 total += len(body)
-                index_keys, tags_code, _, _ = _scan_properties(raw)
+                index_keys, tags_code, _, _ = scan_properties(raw)
                 inners.append(MessageExtBrokerInner(topic, queue_id, body, flag, raw, tags_code, sys_flag, born_ts, born,
                                                     port, 0, 0, index_keys))
         except ProtocolError as exc:  # 4.9.8 fails with an exception: SYSTEM_ERROR, no MSG_REGION/TRACE_ON
             raise ProtocolError(f"malformed batch body: {exc}", java=exc.java) from None
-        if total > self.broker.config.store.max_message_size:
-            raise _body_too_big(total, self.broker.config.store.max_message_size, "batch")
-        return inners
+        return inners, total
 
     def handle_retry_and_dlq(self, request: SendMessageRequest, reconsume_times: int,
                              props: dict[str, str]) -> tuple[str, int]:
