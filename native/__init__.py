@@ -23,5 +23,5 @@ else:
     try:
         from . import _lane as lane
     except ImportError:
-        WHY = "the extension is not built (no C compiler when the package was installed)"
+        WHY = "the extension is not built: no C compiler when the package was installed"
 PATH = "native" if lane is not None else "python"

@@ -594,6 +594,8 @@ static PyObject *scan_units(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "files: a list; file_size > 0");
         return NULL;
     }
+    if (pos < 0) /* (a unit before the mapping: never from the store) */
+        Py_RETURN_NONE;
     Py_buffer cq;
     if (PyObject_GetBuffer(cq_mm, &cq, PyBUF_SIMPLE) < 0)
         return NULL;

@@ -1,0 +1,90 @@
+"""The native lane under garbage: every C function fed arbitrary bytes, numbers and objects returns a value or
+raises a Python exception; none crashes the process (a crash here kills the test run). What the broker does
+with malformed frames end to end, on both paths, is integration_tests/test_broker_fuzz.py's (run on the Python
+path too by integration_tests/test_python_path.py)."""
+
+from __future__ import annotations
+
+import mmap
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_emulator import native
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
+
+lane = native.lane
+pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not run: {native.WHY}")
+anything = st.one_of(st.none(), st.integers(), st.binary(max_size=30), st.text(max_size=5), st.floats(),
+                     st.lists(st.integers(), max_size=3))
+big_ints = st.integers(-2**70, 2**70)
+
+
+def survives(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        fn(*args)
+    except (TypeError, ValueError, OverflowError, AttributeError, UnicodeDecodeError, SystemError) as exc:
+        assert not isinstance(exc, SystemError), exc  # a C-level misuse surfacing as SystemError is a bug
+
+
+@settings(max_examples=400, deadline=None)
+@given(buf=st.binary(max_size=200), pos=big_ints, max_len=big_ints)
+def test_split_frames(buf: bytes, pos: int, max_len: int) -> None:
+    survives(lane.split_frames, buf, pos, max_len)
+    survives(lane.split_frames, bytearray(buf), pos % 300, 64)
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=anything, suffix=anything)
+def test_property_functions(raw: object, suffix: object) -> None:
+    survives(lane.scan_properties, raw)
+    survives(lane.plain_properties, raw, suffix)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=120), fields=st.lists(anything, min_size=6, max_size=6))
+def test_batch_messages(body: bytes, fields: list[object]) -> None:
+    survives(lane.batch_messages, MessageExtBrokerInner, body, b"\x02CLUSTER\x01c", *fields)
+    survives(lane.batch_messages, tuple, body, b"", *fields)
+
+
+@settings(max_examples=300, deadline=None)
+@given(msgs=st.lists(st.one_of(anything, st.builds(MessageExtBrokerInner, st.text(max_size=3), big_ints,
+                                                    st.binary(max_size=8))), max_size=3),
+       qos=st.lists(anything, max_size=3), numbers=st.lists(st.one_of(big_ints, anything), min_size=4, max_size=4),
+       host=anything)
+def test_pack_records(msgs: list[object], qos: list[object], numbers: list[object], host: object) -> None:
+    phy, ts, port, max_body = numbers
+    survives(lane.pack_records, msgs, qos, phy, ts, host, port, max_body, zlib.crc32)
+
+
+class Segment:
+    def __init__(self, data: bytes, wrote: int, start: int) -> None:
+        self.mm = mmap.mmap(-1, max(1, len(data)))
+        self.mm[:len(data)] = data
+        self.wrote_position = wrote
+        self.file_from_offset = start
+
+
+@settings(max_examples=300, deadline=None)
+@given(units=st.binary(max_size=200), pos=st.integers(-40, 220), end=st.integers(-40, 260),
+       segments=st.lists(st.tuples(st.binary(max_size=64), st.integers(-10, 100), st.integers(-100, 300)),
+                         max_size=3),
+       file_size=st.integers(-5, 128), tags=st.one_of(st.none(), st.sets(st.integers(-5, 5)), anything),
+       limits=st.tuples(big_ints, st.integers(-5, 40), st.integers(-5, 40)))
+def test_scan_units(units: bytes, pos: int, end: int, segments, file_size: int, tags, limits) -> None:  # type: ignore[no-untyped-def]
+    cq = mmap.mmap(-1, max(1, len(units)))
+    cq[:len(units)] = units
+    files = [Segment(*s) for s in segments]
+    offset, max_nums, max_count = limits
+    survives(lane.scan_units, cq, pos, end, offset, max_nums, tags, files, file_size, 1 << 20, max_count)
+    survives(lane.scan_units, cq, pos, end, offset, max_nums, tags, [object()], 64, 1 << 20, max_count)
+
+
+@settings(max_examples=200, deadline=None)
+@given(segments=st.one_of(st.tuples(*[st.binary(max_size=5)] * 5), anything), values=st.lists(anything, min_size=4,
+                                                                                              max_size=4))
+def test_success_frame(segments: object, values: list[object]) -> None:
+    survives(lane.success_frame, segments, *values)
