@@ -68,7 +68,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_parity_record.py": ("parity-record",),
     "test_parity_remoting.py": (),
     "test_pytest_plugin.py": (),
-    "test_python_path.py": ("cpp",),  # the unit tier and the TCP send/pull modules, ROCKETMQ_EMULATOR_NATIVE=0
+    "test_python_path.py": ("cpp",),  # send/pull unit tests and TCP modules again, ROCKETMQ_EMULATOR_NATIVE=0
     "test_request_reply.py": ("java",),
     "test_reset_durability.py": ("java",),
     "test_send_refusals.py": (),

@@ -1,4 +1,4 @@
-"""The suite on the Python path: the unit tier and the send, pull and bad-input tests through TCP run again with
+"""The suite on the Python path: the unit tests of the send and pull paths and their tests through TCP run again with
 ROCKETMQ_EMULATOR_NATIVE=0 (the reference implementation and the fallback where no C compiler was at install
 time), in a pytest of their own, while the rest of the suite runs on the native lane. tests/test_native_lane.py
 holds the two paths to byte-equal files and answers."""
@@ -11,8 +11,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: what runs on the Python path besides the unit tier: everything the lane's steps touch (frames, sends,
-#: batches, refusals, pulls, malformed input) through real sockets, with the official C++ client
+#: the unit tests of what the lane's steps touch (the store, the broker's handlers and cores, the client, frames,
+#: transport, messages, headers; the unit tier's others, such as the layering rules and the JSON fuzzers, do
+#: not depend on the path), then the same through real sockets: sends, batches, refusals, pulls, malformed
+#: input, the official C++ client
+UNIT = ("tests/store", "tests/broker", "tests/client", "tests/test_frame.py", "tests/test_transport.py",
+        "tests/test_message.py", "tests/test_dispatch.py", "tests/test_headers.py", "tests/test_typed_send_header.py",
+        "tests/test_suite_tiers.py")
 MODULES = ("test_broker_fuzz.py", "test_broker_protocol.py", "test_send_run.py", "test_send_refusals.py",
            "test_client_pull.py", "test_cpp_client.py")
 
@@ -24,7 +29,7 @@ def test_the_suite_passes_on_the_python_path(tmp_path):
                            env=env, capture_output=True, text=True, check=True)
     assert check.stdout.strip() == "python"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-                           "tests", *(f"integration_tests/{m}" for m in MODULES)],
+                           *UNIT, *(f"integration_tests/{m}" for m in MODULES)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

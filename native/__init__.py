@@ -15,13 +15,16 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-lane: ModuleType | None = None
-WHY = ""
-if os.environ.get("ROCKETMQ_EMULATOR_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-    WHY = "ROCKETMQ_EMULATOR_NATIVE=0"
-else:
+
+def _load() -> tuple[ModuleType | None, str]:
+    if os.environ.get("ROCKETMQ_EMULATOR_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None, "ROCKETMQ_EMULATOR_NATIVE=0"
     try:
-        from . import _lane as lane
+        from . import _lane
     except ImportError:
-        WHY = "the extension is not built: no C compiler when the package was installed"
+        return None, "the extension is not built: no C compiler when the package was installed"
+    return _lane, ""
+
+
+lane, WHY = _load()
 PATH = "native" if lane is not None else "python"

@@ -8,7 +8,7 @@ registers their handlers on the first look-up of a code not in the table, so the
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 from .command import RemotingCommand
 from .frame import TypedHeaderDecoder
@@ -79,7 +79,7 @@ class DispatchTable:
         self._wrappers.append((wrap, skipped))
 
     def register_run(self, codes: int | Iterable[int], handler: RunHandler,
-                     typed: dict[bytes, TypedHeaderDecoder] | None = None) -> None:
+                     typed: Mapping[bytes, TypedHeaderDecoder] | None = None) -> None:
         """Hand consecutive requests of these codes in one read to `handler` together (see `transport.py`'s
         docstring); each code keeps its single-request handler too (`get`). `typed`: header decoders for
         `FrameDecoder.typed` (the handler then reads `RemotingCommand.header` when it is set)."""

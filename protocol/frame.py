@@ -22,7 +22,7 @@ MAX_FRAME_LENGTH = 16 * 1024 * 1024
 MAX_HEADER_LENGTH = 0xFFFFFF
 
 #: `(JSON header bytes, body)` -> the command with its typed header, or None to decode it the generic way
-TypedHeaderDecoder = Callable[[bytes, bytes], "RemotingCommand | None"]
+TypedHeaderDecoder = Callable[[bytes | bytearray | memoryview, bytes], "RemotingCommand | None"]
 
 #: the native lane's frame splitter (rocketmq_emulator.native), None on the Python path
 _split_frames = lane.split_frames if lane is not None else None
@@ -301,8 +301,11 @@ class FrameDecoder:
         same errors at the same frame, the buffer consumed frame by frame as `next_command` does."""
         if self._error is not None:
             raise self._error
+        split = _split_frames
+        if split is None:  # (never: `__iter__` calls this only on the native lane)
+            return
         buf = self._buf
-        frames, bad = _split_frames(buf, self._pos, self.max_frame_length)
+        frames, bad = split(buf, self._pos, self.max_frame_length)
         typed = self.typed
         for word, header, body, end in frames:
             try:
@@ -310,9 +313,8 @@ class FrameDecoder:
                     cmd = decode_binary_header(header, body)
                 else:
                     decode = typed.get(header[:12]) if typed is not None else None
-                    cmd = decode(header, body) if decode is not None else None
-                    if cmd is None:
-                        cmd = decode_json_header(header, body)
+                    read = decode(header, body) if decode is not None else None
+                    cmd = read if read is not None else decode_json_header(header, body)
             except ProtocolError as exc:
                 self._error = exc
                 raise
@@ -368,9 +370,8 @@ class FrameDecoder:
             else:
                 typed = self.typed
                 decode = typed.get(bytes(header[:12])) if typed is not None else None
-                cmd = decode(header, body) if decode is not None else None
-                if cmd is None:
-                    cmd = decode_json_header(header, body)
+                read = decode(header, body) if decode is not None else None
+                cmd = read if read is not None else decode_json_header(header, body)
         except ProtocolError as exc:
             self._error = exc
             raise

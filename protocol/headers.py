@@ -226,7 +226,7 @@ _envelope_decoder = msgspec.json.Decoder(_JsonEnvelope)
 _send_v2_decoder = msgspec.json.Decoder(SendMessageRequestHeaderV2, strict=False)
 
 
-def decode_send_v2_frame(header: bytes, body: bytes) -> Any:
+def decode_send_v2_frame(header: bytes | bytearray | memoryview, body: bytes) -> RemotingCommand | None:
     """A SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE JSON header read straight into its typed header (no extFields dict,
     no `convert`): the broker's send hot path (`FrameDecoder.typed`). Returns the RemotingCommand with `header`
     set and `ext_fields` None, or None whenever the generic path might answer differently (a value it would

@@ -141,7 +141,8 @@ class RemotingConnection(asyncio.Protocol):
         run: list[RemotingCommand] = []
         run_handler: RunHandler | None = None
         tracer = self.tracer
-        decoder.typed = self.table.typed or None if runs and tracer is None else None  # type: ignore[union-attr]
+        table = self.table
+        decoder.typed = (table.typed or None) if table is not None and runs and tracer is None else None
         try:
             for cmd in decoder:
                 if tracer is not None:

@@ -163,7 +163,7 @@ class CommitLog:
                 msgs, queue_offsets, phy, store_ts, self.store_host, self.store_port, self.max_message_size, crc32)
             if packed is None:  # the Python path, or a put the native lane leaves to it (a refusal, a bad value)
                 packed = self._pack(msgs, queue_offsets, phy, store_ts)
-                if type(packed) is PutMessageStatus:
+                if isinstance(packed, PutMessageStatus):
                     return packed, None, None
             records, offsets, sizes = packed
             total = len(records)

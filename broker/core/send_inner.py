@@ -196,6 +196,7 @@ class InnerMessageBuilder:
         born_ts, born, port = h.born_timestamp, request.born_host, request.born_port
         made = None if batch_messages is None else batch_messages(
             MessageExtBrokerInner, request.body, suffix, topic, queue_id, sys_flag, born_ts, born, port)
+        inners: list[MessageExtBrokerInner]
         if made is not None:  # the native lane (None: a malformed or oversized item, decided below)
             inners, total = made
         else:
