@@ -11,15 +11,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the unit tests of what the lane's steps touch (the store, the broker's handlers and cores, the client, frames,
-#: transport, messages, headers; the unit tier's others, such as the layering rules and the JSON fuzzers, do
-#: not depend on the path), then the same through real sockets: sends, batches, refusals, pulls, malformed
-#: input, the official C++ client
-UNIT = ("tests/store", "tests/broker", "tests/client", "tests/test_frame.py", "tests/test_transport.py",
-        "tests/test_message.py", "tests/test_dispatch.py", "tests/test_headers.py", "tests/test_typed_send_header.py",
-        "tests/test_suite_tiers.py")
+#: the unit tests of what the lane's steps touch (the store, the broker's handlers and cores, frames, transport,
+#: messages, headers; the unit tier's others, such as the layering rules, the client's and the JSON fuzzers, do
+#: not depend on the path), then the same through real sockets: sends, batches, refusals, pulls, malformed input
+UNIT = ("tests/store", "tests/broker", "tests/test_frame.py", "tests/test_transport.py", "tests/test_message.py",
+        "tests/test_typed_send_header.py", "tests/test_suite_tiers.py")
 MODULES = ("test_broker_fuzz.py", "test_broker_protocol.py", "test_send_run.py", "test_send_refusals.py",
-           "test_client_pull.py", "test_cpp_client.py")
+           "test_client_pull.py")
 
 
 def test_the_suite_passes_on_the_python_path(tmp_path):
