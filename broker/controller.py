@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import msgspec
 
@@ -55,9 +55,13 @@ from .state.subscription_group import SubscriptionGroupManager
 from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 if TYPE_CHECKING:
+    from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
+
     from .core.acl.validator import PlainAccessValidator
 
 log = logging.getLogger("rocketmq_emulator.broker")
+#: the topics whose stored messages are parked ones (delay levels, timer messages): told when they arrive
+_PARKING_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC})
 
 #: request families imported on their first request ("module:processor class" in broker/handlers/): the
 #: administration requests (mqadmin, the admin client, the emulator's own) that producers and consumers never
@@ -383,6 +387,18 @@ class BrokerController:
             self.pull_hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
             if self.pop_service.waiting:
                 self.pop_service.notify(topic)
+
+    def messages_arrived(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int]) -> None:
+        """Messages stored together (the single sends of one read): `message_arrived` for each, once per read
+        deciding whether any can do something. With no pull held and no POP waiting, only a parked message
+        (SCHEDULE_TOPIC_XXXX, the timer's topic) has anyone to tell."""
+        if self.pull_hold_service.table or self.pop_service.waiting:
+            for msg, queue_offset in zip(msgs, queue_offsets):
+                self.message_arrived(msg.topic, msg.queue_id, queue_offset + 1, msg.tags_code)
+            return
+        for msg, queue_offset in zip(msgs, queue_offsets):
+            if msg.topic in _PARKING_TOPICS:
+                self.message_arrived(msg.topic, msg.queue_id, queue_offset + 1, msg.tags_code)
 
     def _client_online(self, group: str, client_id: str) -> bool:
         gi = self.consumer_manager.get(group)

@@ -10,7 +10,7 @@ the wider `BrokerContext` (broker/core/broker_context.py), which adds the servic
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -110,6 +110,9 @@ class BrokerState(Protocol):
 
     def message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         """A message was stored: wake the pulls held on its queue."""
+
+    def messages_arrived(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int]) -> None:
+        """Messages stored together, at these queue offsets: `message_arrived` for each that can wake anyone."""
 
     def register_with_namesrv(self) -> None:
         """Send the broker's topics to its name server (again)."""

@@ -208,13 +208,11 @@ class SendMessageCore:
 
     def _wake(self, result: PutMessageResult, msgs: Sequence[MessageExtBrokerInner], batch: bool) -> None:
         """Stored messages wake the held pulls of their queues (a batch once, with no tags code to filter by)."""
-        arrived = self.broker.message_arrived
         if batch:
             msg = msgs[0]
-            arrived(msg.topic, msg.queue_id, result.logics_offset + result.msg_num, None)
+            self.broker.message_arrived(msg.topic, msg.queue_id, result.logics_offset + result.msg_num, None)
             return
-        for msg, queue_offset in zip(msgs, result.queue_offsets or ()):
-            arrived(msg.topic, msg.queue_id, queue_offset + 1, msg.tags_code)
+        self.broker.messages_arrived(msgs, result.queue_offsets or ())
 
     def _count(self, result: PutMessageResult, msgs: Sequence[MessageExtBrokerInner], batch: bool, began: int) -> None:
         """The broker statistics of stored messages: one `put` per topic (nearly always one for the whole put; a

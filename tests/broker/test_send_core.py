@@ -42,6 +42,9 @@ def broker(tmp_path):
     b.stats = BrokerStatsManager("DefaultCluster", lambda: (store.put_count, store.put_bytes))
     b.schedule_service = ScheduleMessageService(b, config_dir)
     b.message_arrived = lambda *args: b.arrived.append(args)
+    # (messages stored together: the controller's `messages_arrived`, as when a pull is held on every queue)
+    b.messages_arrived = lambda msgs, offsets: b.arrived.extend(
+        (m.topic, m.queue_id, qo + 1, m.tags_code) for m, qo in zip(msgs, offsets))
     yield b
     store.stop()
 
