@@ -124,3 +124,19 @@ def test_the_header_field_is_never_taken_from_the_wire() -> None:
     d.feed(data)
     cmd = next(iter(d))
     assert cmd.header is None and cmd.ext_fields is not None
+
+
+def test_the_envelope_reads_the_header_fields_as_remoting_command_does():
+    """`_JsonEnvelope` repeats RemotingCommand's header fields (extFields left raw): the same wire names, types
+    and defaults, so a header the typed path reads gives the command the generic path would."""
+    import msgspec
+
+    from rocketmq_emulator.protocol import RemotingCommand
+    from rocketmq_emulator.protocol.headers import _JsonEnvelope
+
+    def wire(cls, names):  # type: ignore[no-untyped-def]
+        return [(f.encode_name, f.type, f.default) for f in msgspec.structs.fields(cls) if f.name in names]
+
+    names = ("code", "language", "version", "opaque", "flag", "remark")
+    assert wire(_JsonEnvelope, names) == wire(RemotingCommand, names)
+    assert [f.encode_name for f in msgspec.structs.fields(_JsonEnvelope)] == [*names, "extFields"]
