@@ -507,8 +507,8 @@ def loads(data: str | bytes | bytearray | memoryview, *, object_key: ObjectKey |
     elif isinstance(data, (bytes, bytearray, memoryview)):
         try:
             return _json_decode(data)
-        except (msgspec.DecodeError, RecursionError):
-            pass
+        except (msgspec.DecodeError, RecursionError, UnicodeError):  # (msgspec raises UnicodeDecodeError for a
+            pass                                                       # string that is not UTF-8: refused below)
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
