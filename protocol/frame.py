@@ -246,6 +246,17 @@ def encode_command_bytes(cmd: RemotingCommand) -> bytes:
     return b"".join(encode_command(cmd))
 
 
+def _decode_header(word: int, header: bytes | bytearray, body: bytes,
+                   typed: dict[bytes, TypedHeaderDecoder] | None) -> RemotingCommand:
+    """One frame's command from its header (binary or JSON; a JSON header of a `typed` code read straight into
+    its typed header when the typed decoder can)."""
+    if word >> 24:
+        return decode_binary_header(header, body)
+    decode = typed.get(bytes(header[:12])) if typed is not None else None
+    read = decode(header, body) if decode is not None else None
+    return read if read is not None else decode_json_header(header, body)
+
+
 class FrameDecoder:
     """Streaming decoder. Feed bytes, then iterate the complete commands.
 
@@ -309,12 +320,7 @@ class FrameDecoder:
         typed = self.typed
         for word, header, body, end in frames:
             try:
-                if word >> 24:
-                    cmd = decode_binary_header(header, body)
-                else:
-                    decode = typed.get(header[:12]) if typed is not None else None
-                    read = decode(header, body) if decode is not None else None
-                    cmd = read if read is not None else decode_json_header(header, body)
+                cmd = _decode_header(word, header, body, typed)
             except ProtocolError as exc:
                 self._error = exc
                 raise
@@ -365,13 +371,7 @@ class FrameDecoder:
         if type(body) is not bytes:
             body = bytes(body)
         try:
-            if word >> 24:
-                cmd = decode_binary_header(header, body)
-            else:
-                typed = self.typed
-                decode = typed.get(bytes(header[:12])) if typed is not None else None
-                read = decode(header, body) if decode is not None else None
-                cmd = read if read is not None else decode_json_header(header, body)
+            cmd = _decode_header(word, header, body, self.typed)
         except ProtocolError as exc:
             self._error = exc
             raise

@@ -209,17 +209,14 @@ def decode_send_header(code: int, ext: dict[str, str] | None) -> SendMessageRequ
     return SendMessageRequestHeaderV2.from_ext(ext)
 
 
-class _JsonEnvelope(msgspec.Struct):
-    """A JSON header with its extFields left undecoded: the same fields and defaults as RemotingCommand's, read
-    as strictly (a field it would refuse makes `decode_send_v2_frame` give up)."""
-
-    code: int
-    language: str = "JAVA"
-    version: int = CURRENT_VERSION
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
-    extFields: msgspec.Raw = msgspec.Raw(b"")  # (a Raw cannot be in a union with None)
+#: A JSON header with its extFields left undecoded: RemotingCommand's header fields (same wire names, types and
+#: defaults, read as strictly: a field it would refuse makes `decode_send_v2_frame` give up), extFields raw
+_JsonEnvelope = msgspec.defstruct(
+    "_JsonEnvelope",
+    [(f.encode_name, f.type, f.default) for f in msgspec.structs.fields(RemotingCommand)
+     if f.name in ("code", "language", "version", "opaque", "flag", "remark")]
+    + [("extFields", msgspec.Raw, msgspec.Raw(b""))],  # (a Raw cannot be in a union with None)
+    module=__name__)
 
 
 _envelope_decoder = msgspec.json.Decoder(_JsonEnvelope)
@@ -232,6 +229,7 @@ def decode_send_v2_frame(header: bytes | bytearray | memoryview, body: bytes) ->
     set and `ext_fields` None, or None whenever the generic path might answer differently (a value it would
     coerce or refuse, a malformed header): that path then decodes the frame and raises what it raises.
     `decode_send_header(code, ext)` of the generic command gives an equal header (tests/test_typed_send_header.py)."""
+    env: Any  # (a `defstruct` class: its fields are RemotingCommand's)
     try:
         env = _envelope_decoder.decode(header)
         ext = env.extFields
