@@ -10,24 +10,18 @@
  *   pack_records(...)                         store/commitlog.py  CommitLog._pack (the record bytes)
  *   scan_units(...)                           store/message_lookup.py  MessageLookup._scan_units (pulls)
  *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
+ *   read_sends, success_frames, send_header   read_sends.c (the read lane: a read's plain sends taken whole)
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
  * build-time dependency beyond a C compiler, which `pip install` uses when there is one (the extension is
  * optional: without a compiler the package installs and runs its Python path).
  */
-#define Py_LIMITED_API 0x030B0000
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "lane.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* split_frames                                                                                      */
 /* ------------------------------------------------------------------------------------------------ */
 
-static inline uint32_t be32(const unsigned char *p) {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-}
 
 /* split_frames(buf, pos, max_frame_length) -> (frames, bad)
  *   frames: [(word, header, body, end), ...] for every complete frame from `pos` whose prefix is valid, in order
@@ -240,11 +234,20 @@ static PyObject *plain_properties(PyObject *self, PyObject *args) {
     PyObject *raw_o, *suffix_o;
     if (!PyArg_ParseTuple(args, "SS", &raw_o, &suffix_o))
         return NULL;
-    char *raw, *suffix;
-    Py_ssize_t n, sl;
-    if (PyBytes_AsStringAndSize(raw_o, &raw, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
+    char *suffix;
+    Py_ssize_t sl;
+    if (PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
         return NULL;
-    PyObject *scan = scan_properties(self, raw_o);
+    return lane_plain_properties(raw_o, suffix, sl);
+}
+
+/* plain_properties' work, for read_sends.c too (lane.h) */
+PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t sl) {
+    char *raw;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(raw_o, &raw, &n) < 0)
+        return NULL;
+    PyObject *scan = scan_properties(NULL, raw_o);
     if (scan == NULL)
         return NULL;
     int wait = PyObject_IsTrue(PyTuple_GetItem(scan, 2));
@@ -305,19 +308,6 @@ static PyObject *s_topic, *s_queue_id, *s_body, *s_flag, *s_properties_raw, *s_s
 #define BORN_V6 0x10
 #define STORE_V6 0x20
 
-static inline unsigned char *put32(unsigned char *p, int64_t v) {
-    uint32_t u = (uint32_t)v;
-    p[0] = (unsigned char)(u >> 24); p[1] = (unsigned char)(u >> 16); p[2] = (unsigned char)(u >> 8);
-    p[3] = (unsigned char)u;
-    return p + 4;
-}
-
-static inline unsigned char *put64(unsigned char *p, int64_t v) {
-    uint64_t u = (uint64_t)v;
-    for (int i = 7; i >= 0; i--)
-        *p++ = (unsigned char)(u >> (8 * i));
-    return p;
-}
 
 /* one message's fields, borrowed or owned as noted */
 typedef struct {
@@ -839,6 +829,9 @@ static PyMethodDef methods[] = {
     {"scan_units", scan_units, METH_VARARGS, "A pull's walk over consume-queue units (see _lane.c)."},
     {"batch_messages", batch_messages, METH_VARARGS, "The messages of a batch body (see _lane.c)."},
     {"pack_records", pack_records, METH_VARARGS, "The commitlog records of one put (see _lane.c)."},
+    {"read_sends", lane_read_sends, METH_VARARGS, "A read's frames, plain sends taken whole (see read_sends.c)."},
+    {"success_frames", lane_success_frames, METH_VARARGS, "A stored group's SUCCESS answers (see read_sends.c)."},
+    {"send_header", lane_send_header, METH_VARARGS, "A V2 send header as read_sends reads it (see read_sends.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -854,5 +847,7 @@ PyMODINIT_FUNC PyInit__lane(void) {
     INTERN(s_born_timestamp, "born_timestamp") INTERN(s_born_host, "born_host") INTERN(s_born_port, "born_port")
     INTERN(s_mm, "mm") INTERN(s_wrote_position, "wrote_position") INTERN(s_file_from_offset, "file_from_offset")
     INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
+    if (lane_read_sends_init() < 0)
+        return NULL;
     return PyModule_Create(&module);
 }

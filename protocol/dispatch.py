@@ -8,7 +8,7 @@ registers their handlers on the first look-up of a code not in the table, so the
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from .command import RemotingCommand
 from .frame import TypedHeaderDecoder
@@ -17,6 +17,23 @@ from .frame import TypedHeaderDecoder
 # transport imports this module)
 Handler = Callable[[RemotingCommand, Any], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
 RunHandler = Callable[[list[RemotingCommand], Any], "list[RemotingCommand | BaseException | bytes | None]"]
+
+
+class ReadLane(Protocol):
+    """Requests of one code a native function takes whole, once per read, before any command is made
+    (`FrameDecoder.lane`; the broker's send lane: broker/handlers/send_message.py). `read(buf, pos,
+    max_frame_length, context)` returns what `native._lane.split_frames` does, except that each run of frames it
+    took is one list `[items, opaques, end]`; `handle(that list, connection)` answers them. Frames it leaves go
+    the usual way, in order. Only used while `code` has a run handler and the wire trace is off."""
+
+    code: int
+    read: Callable[..., tuple[list[Any], tuple[int, int] | None]]
+
+    def context(self, conn: Any) -> Any:
+        """`read`'s last argument for one read of `conn`."""
+
+    def handle(self, taken: list[Any], conn: Any) -> None:
+        """Store and answer the requests of one run `read` took."""
 
 
 class _AllBut:
@@ -43,6 +60,8 @@ class DispatchTable:
         #: only for codes of `runs` whose handler reads `RemotingCommand.header`; cleared by whoever needs every
         #: request's extFields (ACL), and not used while the wire trace is on
         self.typed: dict[bytes, TypedHeaderDecoder] = {}
+        #: the native read lane (`ReadLane`), when one is registered; cleared with `runs` and `typed`
+        self.lane: ReadLane | None = None
         self._deferred: list[Callable[[DispatchTable], None]] = []
         self._wrappers: list[tuple[Callable[[Handler], Handler], frozenset[int] | _AllBut]] = []
         self._excluded: frozenset[int] = frozenset()  # `without`'s codes: never registered here
@@ -103,6 +122,7 @@ class DispatchTable:
         table._handlers = {c: h for c, h in self._handlers.items() if c not in table._excluded}
         table.runs = {c: h for c, h in self.runs.items() if c not in table._excluded}
         table.typed = dict(self.typed) if table.runs else {}
+        table.lane = self.lane if self.lane is not None and self.lane.code in table.runs else None
         table._deferred = list(self._deferred)
         table._wrappers = list(self._wrappers)
         return table

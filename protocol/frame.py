@@ -307,18 +307,34 @@ class FrameDecoder:
                 return
             yield cmd
 
-    def _native_commands(self) -> Iterator[RemotingCommand]:
-        """`__iter__` with the frames split by the native lane (`_lane.split_frames`): the same commands, the
-        same errors at the same frame, the buffer consumed frame by frame as `next_command` does."""
+    def with_lane(self, read: Callable[[bytes | bytearray, int, int, Any], tuple[list[Any], Any]], context: Any
+                  ) -> Iterator[RemotingCommand | list[Any]]:
+        """`__iter__` through a native read lane (`DispatchTable.lane`): its `read(buf, pos, max_frame_length,
+        context)` splits the frames as `_lane.split_frames` does and takes some requests whole; each run it took
+        is yielded as its list `[items, opaques, end]`, in its place among the commands."""
+        yield from self._native_commands(read, context)
+
+    def _native_commands(self, read: Callable[..., Any] | None = None, context: Any = None
+                         ) -> Iterator[Any]:
+        """`__iter__` with the frames split by the native lane (`_lane.split_frames`, or a read lane's `read`:
+        `with_lane`): the same commands, the same errors at the same frame, the buffer consumed frame by frame
+        as `next_command` does."""
         if self._error is not None:
             raise self._error
-        split = _split_frames
-        if split is None:  # (never: `__iter__` calls this only on the native lane)
-            return
         buf = self._buf
-        frames, bad = split(buf, self._pos, self.max_frame_length)
+        if read is not None:
+            frames, bad = read(buf, self._pos, self.max_frame_length, context)
+        elif _split_frames is not None:
+            frames, bad = _split_frames(buf, self._pos, self.max_frame_length)
+        else:  # (never: `__iter__` calls this only on the native lane)
+            return
         typed = self.typed
-        for word, header, body, end in frames:
+        for frame in frames:
+            if frame.__class__ is list:  # a run the read lane took: [items, opaques, end]
+                self._pos = frame[2]
+                yield frame
+                continue
+            word, header, body, end = frame
             try:
                 cmd = _decode_header(word, header, body, typed)
             except ProtocolError as exc:

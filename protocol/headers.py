@@ -257,18 +257,39 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
         return {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
 
     @staticmethod
+    def _success_template(extra: dict[str, str]) -> str:
+        """The SUCCESS answer's JSON header as a %-template of (msg_id, queue_id, queue_offset, opaque)."""
+        from .command import RESPONSE_FLAG, RemotingCommand
+        from .frame import json_frame_template
+
+        proto = RemotingCommand(0, "JAVA", CURRENT_VERSION, 0, RESPONSE_FLAG, None,
+                                {"msgId": "", "queueId": "", "queueOffset": "", **extra})
+        return json_frame_template(proto, {"msgId": "%s", "queueId": "%d", "queueOffset": "%d"})
+
+    @staticmethod
+    def success_frame_segments(extra: dict[str, str]) -> tuple[bytes, ...]:
+        """The template's literal pieces around its four conversions, as bytes: what the native lane's
+        `success_frame` and `success_frames` fill."""
+        segments = [""]
+        for piece in re.split(r"(%%|%[sd])", SendMessageResponseHeader._success_template(extra)):
+            if piece == "%%":
+                segments[-1] += "%"
+            elif piece in ("%s", "%d"):
+                segments.append("")
+            else:
+                segments[-1] += piece
+        return tuple(part.encode() for part in segments)
+
+    @staticmethod
     def success_frame_encoder(extra: dict[str, str], native_off: bool = False
                               ) -> Callable[[str, int, int, int], bytes]:
         """The broker's send hot path: `encode(msg_id, queue_id, queue_offset, opaque)` -> the whole SUCCESS
         answer frame, byte for byte what encoding `RemotingCommand.response_to(request, SUCCESS, None,
         fast_ext(...) | extra)` for a JSON request gives (`extra`: MSG_REGION, TRACE_ON). With the native lane
         its `success_frame` fills the template (`native_off`: the Python twin regardless)."""
-        from .command import RESPONSE_FLAG, RemotingCommand
-        from .frame import frame_prefix, json_frame_template
+        from .frame import frame_prefix
 
-        proto = RemotingCommand(0, "JAVA", CURRENT_VERSION, 0, RESPONSE_FLAG, None,
-                                {"msgId": "", "queueId": "", "queueOffset": "", **extra})
-        template = json_frame_template(proto, {"msgId": "%s", "queueId": "%d", "queueOffset": "%d"})
+        template = SendMessageResponseHeader._success_template(extra)
 
         def encode(msg_id: str, queue_id: int, queue_offset: int, opaque: int) -> bytes:
             header = (template % (msg_id, queue_id, queue_offset, opaque)).encode()
@@ -276,16 +297,7 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
 
         if _success_frame is None or native_off:
             return encode
-        # the native lane's twin: the template's literal segments around its four conversions, as bytes
-        segments = [""]
-        for piece in re.split(r"(%%|%[sd])", template):
-            if piece == "%%":
-                segments[-1] += "%"
-            elif piece in ("%s", "%d"):
-                segments.append("")
-            else:
-                segments[-1] += piece
-        return functools.partial(_success_frame, tuple(part.encode() for part in segments))
+        return functools.partial(_success_frame, SendMessageResponseHeader.success_frame_segments(extra))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ module of `protocol/` that imports asyncio: the codec modules stay sans-IO.
   also have a run handler (`register_run`): consecutive requests of one read that share it are handed over
   together, `(requests, connection)` -> one answer per request, in order: a response, an exception (answered
   as a handler's would be), None, or the bytes of a complete response frame (already carrying the opaque,
-  JSON); the broker's sends use it to store a read's messages with one write.
+  JSON); the broker's sends use it to store a read's messages with one write. With the native lane a table may
+  also have a read lane (`DispatchTable.lane`): one C call per read takes the plain sends whole before any
+  command is made, and the lane's `handle` stores and answers each run of them; every other frame goes the way
+  above, in order.
 * `RemotingConnection`: one TCP connection (a "channel"), either role. Feeds the sans-IO `FrameDecoder`;
   matches responses to requests by opaque; stamps each answer with its request's opaque, the response flag
   and the request's serialization; never answers a request marked oneway; writes every answer produced while
@@ -31,7 +34,7 @@ import inspect
 import logging
 import socket
 import time
-from typing import Any, Awaitable, Callable, Protocol, cast
+from typing import Any, Awaitable, Callable, Iterable, Protocol, cast
 
 from .codes import ResponseCode, request_code_name
 from .command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
@@ -143,8 +146,17 @@ class RemotingConnection(asyncio.Protocol):
         tracer = self.tracer
         table = self.table
         decoder.typed = (table.typed or None) if table is not None and runs and tracer is None else None
+        lane = table.lane if table is not None and decoder.typed is not None else None
+        items: Iterable[RemotingCommand | list[Any]] = decoder if lane is None else \
+            decoder.with_lane(lane.read, lane.context(self))
         try:
-            for cmd in decoder:
+            for cmd in items:
+                if not isinstance(cmd, RemotingCommand):  # requests the read lane took whole (DispatchTable.lane)
+                    if run and run_handler is not None:
+                        self._run_received(run_handler, run)
+                        run = []
+                    lane.handle(cmd, self)  # type: ignore[union-attr]  # (only a lane yields them)
+                    continue
                 if tracer is not None:
                     tracer.inbound(self, cmd)
                 if cmd.flag & RESPONSE_FLAG:

@@ -112,6 +112,8 @@ class MessageStore(MessageLookup):
         self._lock_fd = -1
         packed = pack_host(self.config.store_host)
         self._host_prefix = host_prefix(packed, self.config.store_port)
+        #: the upper-case hex of store host + port: the first characters of every offset message id
+        self.msg_id_host_hex = self._host_prefix.hex().upper()
         self.commitlog = CommitLog(self.config, packed, self.config.store_port)
         self.index = IndexService(self.config.index_dir, self.config.max_hash_slot_num, self.config.max_index_num,
                                   self.config.preallocate_mapped_file, self.clock)

@@ -1,7 +1,8 @@
 """The native lane (native/_lane.c) against its Python twins: the same results, byte for byte, whatever comes in.
 
 * each C function against its twin on random input (hypothesis), errors included;
-* the whole send and pull path on both lanes: one random stream of requests (single sends and batches, sizes,
+* the whole send and pull path on both lanes (the read lane included): one random stream of requests (single
+  sends and batches, sizes,
   properties, tags, keys, queues, refusals, segment ends, pulls of every message or by tag, reads cut
   anywhere) fed to two harness brokers, one per path, must leave byte-equal commitlog, consume queue and index
   files and byte-equal answers.
@@ -25,13 +26,14 @@ from hypothesis import strategies as st
 
 from rocketmq_emulator import native
 from rocketmq_emulator.broker.core import consume_core, send_inner
+from rocketmq_emulator.broker.handlers import send_message as send_message_module
 from rocketmq_emulator.protocol import ProtocolError, RemotingCommand, RequestCode
 from rocketmq_emulator.protocol import frame as frame_module
 from rocketmq_emulator.protocol import headers as headers_module
 from rocketmq_emulator.protocol.codes import PullSysFlag
 from rocketmq_emulator.protocol.frame import FrameDecoder, decode_frames, encode_command_bytes, frame_prefix
-from rocketmq_emulator.protocol.headers import (PullMessageRequestHeader, SendMessageRequestHeader,
-                                                SendMessageResponseHeader)
+from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, PullMessageRequestHeader,
+                                                SendMessageRequestHeader, SendMessageResponseHeader)
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store import commitlog as commitlog_module
 from rocketmq_emulator.store import message_lookup
@@ -47,7 +49,8 @@ pytestmark = pytest.mark.skipif(lane is None, reason=f"the native lane does not 
 TWINS = [(frame_module, "_split_frames", None), (send_inner, "scan_properties", send_inner._scan_properties),
          (send_inner, "plain_properties", send_inner._plain_properties), (send_inner, "batch_messages", None),
          (commitlog_module, "_pack_records", None), (headers_module, "_success_frame", None),
-         (message_lookup, "_scan_units", None)]
+         (message_lookup, "_scan_units", None),
+         (send_message_module, "native", None)]  # (no read lane: the broker registers none without it)
 
 
 class python_path:
@@ -239,6 +242,7 @@ TOPICS = ["Orders", "Payments", "bad topic!", "%RETRY%g1"]
 @st.composite
 def requests(draw: st.DrawFn) -> list[bytes]:
     out = []
+    pulls = draw(st.sampled_from([0, 3, 12]))  # none (the read lane takes only sends before another request)
     for opaque in range(draw(st.integers(1, 40))):
         topic = draw(st.sampled_from(TOPICS))
         queue_id = draw(st.sampled_from([0, 1, 3, 7, -1]))  # 7: beyond the topic's queues (refused)
@@ -262,10 +266,12 @@ def requests(draw: st.DrawFn) -> list[bytes]:
                      for j in range(draw(st.integers(1, 6)))]
             cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, h.to_v2().to_ext(), encode_batch(items),
                                           opaque=opaque + 1)
+        elif draw(st.integers(0, 3)) == 0:  # long names, as the C++ and Go clients send
+            cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE, h.to_ext(), body, opaque=opaque + 1)
         else:
             cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body, opaque=opaque + 1)
         out.append(encode_command_bytes(cmd))
-        if draw(st.integers(0, 3)) == 0:  # a pull of what is there so far, every message or by tag
+        if pulls and draw(st.integers(0, pulls)) == 0:  # a pull of what is there so far, every message or by tag
             pull = PullMessageRequestHeader(
                 consumer_group="cg", topic=draw(st.sampled_from(TOPICS[:2])), queue_id=draw(st.integers(0, 3)),
                 queue_offset=draw(st.integers(0, 12)), max_msg_nums=draw(st.integers(1, 32)),
@@ -335,7 +341,7 @@ async def _run_broker(root: Path, stream: bytes, cuts: list[int],
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(reqs=requests(), cuts=st.lists(st.integers(0, 200_000), max_size=6))
+@given(reqs=requests(), cuts=st.lists(st.integers(0, 200_000), max_size=12))
 def test_both_paths_store_and_answer_byte_for_byte_alike(reqs: list[bytes], cuts: list[int]) -> None:
     stream = b"".join(reqs)
     cuts = sorted({c for c in cuts if 0 < c < len(stream)})
@@ -350,3 +356,34 @@ def test_both_paths_store_and_answer_byte_for_byte_alike(reqs: list[bytes], cuts
     assert [name for name, _ in native_files] == [name for name, _ in python_files]
     for (name, a), (_, b) in zip(native_files, python_files):
         assert a == b, f"{name} differs"
+
+
+# -- a request between sends of one read (the read lane takes none after it) ---------------------------------
+def v2_send(topic: str, queue_id: int, opaque: int) -> bytes:
+    header = SendMessageRequestHeader(producer_group="pg", topic=topic, queue_id=queue_id, born_timestamp=5,
+                                      properties="TAGS\x01TagA\x02")
+    return encode_command_bytes(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_v2().to_ext(),
+                                                        b"m" * 10, opaque=opaque))
+
+
+def test_a_topic_changed_between_two_sends_of_one_read_is_seen_by_the_second() -> None:
+    """The second read: a send the lane would take, an update of the topic to 2 queues, then a send to queue 3:
+    refused as the Python path refuses it (the lane takes no send after another request of the same read)."""
+    update = CreateTopicRequestHeader(topic="Orders", read_queue_nums=2, write_queue_nums=2, perm=6)
+    first = v2_send("Orders", 3, opaque=1)
+    second = [v2_send("Orders", 3, opaque=2),
+              encode_command_bytes(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, update.to_ext(),
+                                                           opaque=3)),
+              v2_send("Orders", 3, opaque=4)]
+    stream = first + b"".join(second)
+    tmp = Path(tempfile.mkdtemp(prefix="read-lane-", dir=FAST_DIR))
+    try:
+        native_answers, native_files = run_broker(tmp / "native", stream, [len(first)])
+        with python_path():
+            python_answers, python_files = run_broker(tmp / "python", stream, [len(first)])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    answers = {cmd.opaque: cmd for cmd in decode_frames(native_answers)}
+    assert answers[2].code == 0 and answers[3].code == 0
+    assert answers[4].code == 1 and "queueId[3] is illegal" in (answers[4].remark or "")
+    assert native_answers == python_answers and native_files == python_files

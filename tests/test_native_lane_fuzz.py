@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketmq_emulator import native
+from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 
 lane = native.lane
@@ -88,3 +89,42 @@ def test_scan_units(units: bytes, pos: int, end: int, segments, file_size: int, 
                                                                                               max_size=4))
 def test_success_frame(segments: object, values: list[object]) -> None:
     survives(lane.success_frame, segments, *values)
+
+
+# -- the read lane (native/read_sends.c) ---------------------------------------------------------------------
+def _send_frame(header: bytes, body: bytes) -> bytes:
+    return (len(header) + len(body) + 4).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header + body
+
+
+send_like = st.builds(lambda tail, body: _send_frame(b'{"code":310,' + tail, body),
+                      st.one_of(st.binary(max_size=80), st.sampled_from([
+                          b'"extFields":{"a":"g","b":"T","e":"0","g":"1"},"flag":0}',
+                          b'"extFields":{"a":"g","b":"T","e":"0","g":"1","i":"\\u0001\\u0002WAIT\\u0001"},"flag":0}',
+                          b'"extFields":{"a":"g","b":"T","e":"99999999999","g":"1"},"flag":0}',
+                          b'"extFields":{"a":"g","b":"T","e":"0","g":"1","i":"\\u00', b'"flag":0}'])),
+                      st.binary(max_size=20))
+
+
+@settings(max_examples=400, deadline=None)
+@given(frames=st.lists(st.one_of(send_like, st.binary(max_size=40)), max_size=5), pos=big_ints, max_len=big_ints,
+       ctx=st.lists(anything, min_size=7, max_size=7), good_ctx=st.booleans(), limit=big_ints)
+def test_read_sends(frames: list[bytes], pos: int, max_len: int, ctx: list[object], good_ctx: bool,
+                    limit: int) -> None:
+    buf = b"".join(frames)
+    table = {"T": TopicConfig(topic_name="T", read_queue_nums=2, write_queue_nums=2),
+             "U": TopicConfig(topic_name="U", read_queue_nums=1, write_queue_nums=1)}
+    good = (table, {"T", "U", "V"}, MessageExtBrokerInner, b"\x02CLUSTER\x01c", limit, b"\x7f\0\0\x01", 1)
+    survives(lane.read_sends, buf, pos % 100, 1 << 20, good if good_ctx else tuple(ctx))
+    survives(lane.read_sends, bytearray(buf), pos, max_len, good)
+    survives(lane.read_sends, buf, 0, 1 << 20, (table, {"T"}, tuple, b"", 10, b"", 0))  # a class that refuses
+    for frame in frames:
+        survives(lane.send_header, frame[8:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(segments=st.one_of(anything, st.lists(st.binary(max_size=5), min_size=5, max_size=5).map(tuple)),
+       host=anything, lists=st.lists(st.lists(st.one_of(big_ints, anything), max_size=3), min_size=4, max_size=4))
+def test_success_frames(segments: object, host: object, lists: list[list[object]]) -> None:
+    msgs = [MessageExtBrokerInner("T", q if isinstance(q, int) else 0, b"") for q in lists[0]]
+    survives(lane.success_frames, segments, host, msgs, *lists[1:])
+    survives(lane.success_frames, segments, "AB", lists[0], *lists[1:])

@@ -30,7 +30,7 @@ from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader
 from rocketmq_emulator.protocol.topics import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
-from rocketmq_emulator.store.results import STORED, PutMessageResult, PutMessageStatus
+from rocketmq_emulator.store.results import PUT_OK, STORED, PutMessageResult, PutMessageStatus
 
 from ..state.topic_config import validate_topic
 from .remarks import suggest_todo
@@ -75,7 +75,7 @@ class SendMessageCore:
         self.broker = broker
         self.inner = InnerMessageBuilder(broker)
         self._stats = broker.stats
-        self._valid_topics: set[str] = set()  # topics that passed validation and exist
+        self.valid_topics: set[str] = set()  # topics that passed validation and exist
         self._failures: dict[PutMessageStatus, tuple[float, int]] = {}
 
     # -- requests ------------------------------------------------------------------------------------
@@ -116,14 +116,33 @@ class SendMessageCore:
             self._put_run(requests, run_at, run, out)
         return out
 
+    def put_plain(self, msgs: list[MessageExtBrokerInner]) -> tuple[PutMessageResult, list[SendMessageResponse] | None]:
+        """Plain single messages already checked and built (the native read lane did `msg_check` and `plain` for
+        them; broker/handlers/send_message.py), stored as `send_run` stores such a run. Returns the put's result
+        and, unless it stored every message with SUCCESS (the answers are then made from the result), each
+        message's response."""
+        began = perf_counter_ns()
+        store = self.broker.store
+        result = store.put_message(msgs[0]) if len(msgs) == 1 else store.put_message_run(msgs)
+        if result.status is PUT_OK:
+            self._count(result, msgs, False, began)
+            self._wake(result, msgs, False)
+            return result, None
+        if result.phy_offsets is None and len(msgs) > 1:  # nothing written: one by one, each its own status
+            return result, [self.handle_put_message_result(store.put_message(m), (m.queue_id,), (m,),
+                                                           perf_counter_ns(), False)[0] for m in msgs]
+        return result, self.handle_put_message_result(result, [m.queue_id for m in msgs], msgs, began, False)
+
     def _put_one(self, request: SendMessageRequest, msg: MessageExtBrokerInner) -> SendMessageResponse:
         began = perf_counter_ns()
-        return self.handle_put_message_result(self.broker.store.put_message(msg), (request,), (msg,), began)[0]
+        return self.handle_put_message_result(self.broker.store.put_message(msg), (request.queue_id,), (msg,), began,
+                                              False)[0]
 
     def _put_batch(self, request: SendMessageRequest) -> SendMessageResponse:
         msgs = self.inner.batch(request)
         began = perf_counter_ns()
-        return self.handle_put_message_result(self.broker.store.put_messages(msgs), (request,), msgs, began)[0]
+        return self.handle_put_message_result(self.broker.store.put_messages(msgs), (request.queue_id,), msgs, began,
+                                              True)[0]
 
     def _put_run(self, requests: Sequence[SendMessageRequest], run_at: list[int], run: list[MessageExtBrokerInner],
                  out: list[SendMessageResponse | Exception | None]) -> None:
@@ -136,7 +155,7 @@ class SendMessageCore:
             for i, msg in zip(run_at, run):
                 out[i] = self._put_one(requests[i], msg)
             return
-        answers = self.handle_put_message_result(result, [requests[i] for i in run_at], run, began)
+        answers = self.handle_put_message_result(result, [requests[i].queue_id for i in run_at], run, began, False)
         for i, answer in zip(run_at, answers):
             out[i] = answer
 
@@ -147,12 +166,12 @@ class SendMessageCore:
         h = request.header
         topic = h.topic
         tc = self.broker.topic_config_manager.table.get(topic)
-        if tc is None or topic not in self._valid_topics:
+        if tc is None or topic not in self.valid_topics:
             validate_topic(topic)
             if topic in NOT_ALLOWED_SEND_TOPICS:
                 raise BrokerError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
             tc = self._topic_config(h)
-            self._valid_topics.add(topic)
+            self.valid_topics.add(topic)
         queue_id = h.queue_id
         if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
             raise BrokerError(ResponseCode.SYSTEM_ERROR,
@@ -178,25 +197,26 @@ class SendMessageCore:
         return tc
 
     # -- handlePutMessageResult ----------------------------------------------------------------------
-    def handle_put_message_result(self, result: PutMessageResult, requests: Sequence[SendMessageRequest],
-                                  msgs: Sequence[MessageExtBrokerInner], began: int) -> list[SendMessageResponse]:
-        """The outcome of a put that began at perf_counter_ns `began`, one response per request: one request of
-        one message, one batch request (`msgs` its messages), or requests read together, one message each.
-        Stored messages are counted in the statistics and wake the held pulls of their queues."""
+    def handle_put_message_result(self, result: PutMessageResult, queue_ids: Sequence[int],
+                                  msgs: Sequence[MessageExtBrokerInner], began: int, batch: bool
+                                  ) -> list[SendMessageResponse]:
+        """The outcome of a put that began at perf_counter_ns `began`, one response per request (`queue_ids`: the
+        queue each is answered with): one request of one message, one batch request (`msgs` its messages), or
+        requests read together, one message each. Stored messages are counted in the statistics and wake the
+        held pulls of their queues."""
         code, remark = PUT_STATUS_RESPONSES[result.status]
         if code not in _SEND_OK:
-            for _ in requests:
+            for _ in queue_ids:
                 self._stats.put_failed()
                 self._warn_failed(result.status)
-            return [SendMessageResponse(code, remark) for _ in requests]
-        batch = requests[0].header.batch
+            return [SendMessageResponse(code, remark) for _ in queue_ids]
         if result.status in STORED:
             self._count(result, msgs, batch, began)
             self._wake(result, msgs, batch)
-        if len(requests) == 1:  # one message, or a batch answered with all its ids
-            return [SendMessageResponse(code, remark, result.msg_id, requests[0].queue_id, result.logics_offset)]
-        return [SendMessageResponse(code, remark, msg_id, request.queue_id, queue_offset)
-                for request, msg_id, queue_offset in zip(requests, result.msg_ids, result.queue_offsets or ())]
+        if len(queue_ids) == 1:  # one message, or a batch answered with all its ids
+            return [SendMessageResponse(code, remark, result.msg_id, queue_ids[0], result.logics_offset)]
+        return [SendMessageResponse(code, remark, msg_id, queue_id, queue_offset)
+                for queue_id, msg_id, queue_offset in zip(queue_ids, result.msg_ids, result.queue_offsets or ())]
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """A message the broker puts itself (a consumer's send-back, a delayed message due): stored, it wakes

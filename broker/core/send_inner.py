@@ -97,7 +97,7 @@ class InnerMessageBuilder:
     def __init__(self, broker: BrokerState) -> None:
         self.broker = broker
         self._cluster_suffix = f"\x02{PROPERTY_CLUSTER}\x01{broker.config.broker_cluster_name}"
-        self._cluster_suffix_bytes = self._cluster_suffix.encode()
+        self.cluster_suffix = self._cluster_suffix.encode()
 
     def _check_sizes(self, raw: bytes, body: bytes) -> None:
         """The size rules every single message passes: its final properties, then its body."""
@@ -119,7 +119,7 @@ class InnerMessageBuilder:
         h = request.header
         if request.sys_flag & TRANSACTION_TYPE_MASK or h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return None
-        plain = plain_properties((h.properties or "").encode(), self._cluster_suffix_bytes)
+        plain = plain_properties((h.properties or "").encode(), self.cluster_suffix)
         if plain is None:
             return None
         raw, index_keys, tags_code = plain

@@ -3,17 +3,25 @@ remoting front of the send path (broker/core/send_core.py). It only translates: 
 SendMessageRequest, the SendMessageResponse back into a response with the SendMessageResponseHeader's fields.
 
 Batch or not is decided by the header's `batch` flag (C++ sends batches as 310 with `m=true`).
+
+With the native lane, `SendLane` is the table's read lane (`DispatchTable.lane`): once per read the C function
+`read_sends` takes the plain SEND_MESSAGE_V2 requests whole (header, msgCheck and the message built, in C), the
+core stores each run of them with one write (`SendMessageCore.put_plain`: statistics and pull wake-ups once per
+run) and `success_frames` writes all their answers as one piece. Every frame it does not take comes here as a
+command, in order, exactly as without it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rocketmq_emulator.native import lane as native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import SerializeType
 from rocketmq_emulator.protocol.headers import SEND_V2_TYPED, SendMessageResponseHeader, decode_send_header
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
+from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 
 from ..core.send_request import SendMessageRequest, SendMessageResponse
 
@@ -27,14 +35,17 @@ _JSON = SerializeType.JSON
 class SendMessageProcessor:
     def __init__(self, broker: BrokerContext) -> None:
         self.core = broker.send_core
-        self._response_extra = {"MSG_REGION": broker.config.region_id,
+        self.response_extra = {"MSG_REGION": broker.config.region_id,
                                 "TRACE_ON": "true" if broker.config.trace_on else "false"}
-        self._success_frame = SendMessageResponseHeader.success_frame_encoder(self._response_extra)
+        self._success_frame = SendMessageResponseHeader.success_frame_encoder(self.response_extra)
+        self._broker = broker
 
     def register(self, table: DispatchTable) -> None:
         codes = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
         table.register(codes, self.send_message)
         table.register_run(codes, self.send_messages, typed=SEND_V2_TYPED)
+        if native is not None:
+            table.lane = SendLane(self, self._broker)
 
     def send_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         header = req.header if req.header is not None else decode_send_header(req.code, req.ext_fields)
@@ -86,10 +97,45 @@ class SendMessageProcessor:
     def _refusal(self, req: RemotingCommand, exc: BrokerError) -> RemotingCommand:
         """A send the core refused: with MSG_REGION and TRACE_ON, as 4.9.8 answers every refusal after the header
         was read (a header it cannot read is answered without them, by the transport)."""
-        return RemotingCommand.response_to(req, exc.code, exc.remark, dict(self._response_extra))
+        return RemotingCommand.response_to(req, exc.code, exc.remark, dict(self.response_extra))
 
     def _response(self, req: RemotingCommand, outcome: SendMessageResponse) -> RemotingCommand:
         ext = {} if outcome.msg_id is None else \
             SendMessageResponseHeader.fast_ext(outcome.msg_id, outcome.queue_id, outcome.queue_offset)
-        ext.update(self._response_extra)  # extFields beside the header, as the Java broker adds
+        ext.update(self.response_extra)  # extFields beside the header, as the Java broker adds
         return RemotingCommand.response_to(req, outcome.code, outcome.remark, ext)
+
+
+class SendLane:
+    """The native read lane of SEND_MESSAGE_V2 (`protocol.dispatch.ReadLane`; see the module's docstring)."""
+
+    code: int = RequestCode.SEND_MESSAGE_V2
+
+    def __init__(self, processor: SendMessageProcessor, broker: BrokerContext) -> None:
+        assert native is not None
+        self.read = native.read_sends
+        self._success_frames = native.success_frames
+        self._processor = processor
+        self._broker = broker
+        self._core = broker.send_core
+        self._suffix = broker.send_core.inner.cluster_suffix
+        self._segments = SendMessageResponseHeader.success_frame_segments(processor.response_extra)
+
+    def context(self, conn: RemotingConnection) -> tuple[object, ...]:
+        born, port, _ = self._processor._producer(conn)
+        b = self._broker
+        return (b.topic_config_manager.table, self._core.valid_topics, MessageExtBrokerInner, self._suffix,
+                b.config.store.max_message_size, born, port)
+
+    def handle(self, taken: list[object], conn: RemotingConnection) -> None:
+        msgs, opaques, _ = taken
+        result, responses = self._core.put_plain(msgs)  # type: ignore[arg-type]
+        if responses is None:
+            conn.send_frame(self._success_frames(self._segments, self._broker.store.msg_id_host_hex, msgs,
+                                                 result.phy_offsets,
+                                                 result.queue_offsets, opaques))
+            return
+        processor = self._processor
+        for opaque, outcome in zip(opaques, responses):  # type: ignore[call-overload]
+            request = RemotingCommand(self.code, opaque=opaque)
+            conn.reply(request, processor._response(request, outcome))

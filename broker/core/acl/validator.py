@@ -223,6 +223,7 @@ class PlainAccessValidator:
         longer handed over together: each is checked on its own."""
         table.runs.clear()
         table.typed.clear()  # every request's extFields are read (AccessKey, Signature)
+        table.lane = None
         table.wrap_handlers(self.guard)
 
     def is_admin(self, cmd: RemotingCommand, remote_addr: str) -> bool:

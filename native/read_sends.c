@@ -1,0 +1,712 @@
+/* rocketmq_emulator.native._lane, second part: the read lane of the send path.
+ *
+ *   read_sends(buf, pos, max_frame_length, ctx)   called once per read by the connection (protocol/transport.py,
+ *                                                 DispatchTable.lane): split_frames, with every plain
+ *                                                 SEND_MESSAGE_V2 taken whole (header read, msgCheck, the
+ *                                                 message built); twin: the Python path from FrameDecoder to
+ *                                                 SendMessageCore.send_run's `plain` messages
+ *   success_frames(segments, host_hex, msgs, phy_offsets, queue_offsets, opaques)
+ *                                                 the SUCCESS answers of a stored group, one bytes; twin: one
+ *                                                 success_frame per message
+ *   send_header(header)                           the header as read_sends reads it, for the tests
+ *
+ * read_sends takes only what it is sure the Python path would store and answer the same way; any other frame
+ * (another code, a binary header, a header it cannot read exactly as msgspec would, a value the Python path
+ * coerces, a topic not yet validated, a queue id it would pick at random or refuse, a delayed, transactional
+ * or retry message, a size over a limit) is returned as split_frames returns it, in order, for the Python path.
+ * Taking less is always safe: the Python path is the reference.
+ */
+#include "lane.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* a JSON reader for the one header shape the lane takes                                             */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const unsigned char *p, *end;
+    unsigned char *out; /* decoded strings, back to back (never longer than the header) */
+    Py_ssize_t outn;
+} js_t;
+
+static inline void js_ws(js_t *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static inline int js_char(js_t *j, unsigned char c) {
+    js_ws(j);
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* A string of ASCII text decoded into j->out: its start and length there. 0 when it is not one the lane takes:
+ * not a string, unterminated, a raw control or non-ASCII byte, an escape msgspec refuses or one above 0x7F. */
+static int js_str(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
+    if (!js_char(j, '"'))
+        return 0;
+    Py_ssize_t s = j->outn;
+    while (j->p < j->end) {
+        unsigned char c = *j->p++;
+        if (c == '"') {
+            *start = s;
+            *len = j->outn - s;
+            return 1;
+        }
+        if (c < 0x20 || c >= 0x80)
+            return 0;
+        if (c == '\\') {
+            if (j->p >= j->end)
+                return 0;
+            c = *j->p++;
+            switch (c) {
+            case '"': case '\\': case '/': break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                if (j->end - j->p < 4)
+                    return 0;
+                unsigned v = 0;
+                for (int i = 0; i < 4; i++) {
+                    unsigned char h = j->p[i];
+                    v <<= 4;
+                    if (h >= '0' && h <= '9') v |= (unsigned)(h - '0');
+                    else if (h >= 'a' && h <= 'f') v |= (unsigned)(h - 'a' + 10);
+                    else if (h >= 'A' && h <= 'F') v |= (unsigned)(h - 'A' + 10);
+                    else return 0;
+                }
+                j->p += 4;
+                if (v >= 0x80)
+                    return 0;
+                c = (unsigned char)v;
+                break;
+            }
+            default:
+                return 0;
+            }
+        }
+        j->out[j->outn++] = c;
+    }
+    return 0;
+}
+
+/* Canonical decimal digits (-?(0|[1-9][0-9]*), at most 18 digits, not -0): the only integers the lane reads,
+ * which msgspec reads to the same value (from a JSON number, or from a string in lax mode). */
+static int dec_int(const unsigned char *p, Py_ssize_t n, long long *v) {
+    int neg = n > 0 && p[0] == '-';
+    p += neg;
+    n -= neg;
+    if (n < 1 || n > 18 || (p[0] == '0' && (n > 1 || neg)))
+        return 0;
+    long long x = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = neg ? -x : x;
+    return 1;
+}
+
+static int js_int(js_t *j, long long *v) {
+    js_ws(j);
+    const unsigned char *s = j->p, *p = s;
+    if (p < j->end && *p == '-')
+        p++;
+    while (p < j->end && *p >= '0' && *p <= '9')
+        p++;
+    if (p < j->end && (*p == '.' || *p == 'e' || *p == 'E'))
+        return 0;
+    if (!dec_int(s, p - s, v))
+        return 0;
+    j->p = p;
+    return 1;
+}
+
+/* A boolean as msgspec reads it from a string in lax mode, of the texts the lane takes: 1, 0, or -1 (another). */
+static int bool_of(const unsigned char *p, Py_ssize_t n) {
+    if ((n == 4 && memcmp(p, "true", 4) == 0) || (n == 1 && p[0] == '1'))
+        return 1;
+    if ((n == 5 && memcmp(p, "false", 5) == 0) || (n == 1 && p[0] == '0'))
+        return 0;
+    return -1;
+}
+
+#define INT32_OK(v) ((v) >= -2147483648LL && (v) <= 2147483647LL)
+
+/* The V2 header's fields as read_sends reads them (letters a..n of SendMessageRequestHeaderV2) */
+typedef struct {
+    long long opaque;
+    Py_ssize_t topic, topic_len, props, props_len;
+    int has_props;
+    long long queue_id, sys_flag, born_ts, flag, reconsume_times;
+} send_hdr_t;
+
+/* The long names of SEND_MESSAGE (10), in the order of the V2 letters a..n */
+static const char *const LONG_NAMES[14] = {
+    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp", "flag",
+    "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname"};
+
+/* An extFields value of SEND_MESSAGE (long names), as the generic path reads it (frame.normalise_ext_fields): a
+ * string, a canonical integer (its digits), true or false (their text), or null (absent: *len = -1). */
+static int js_ext_value(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
+    js_ws(j);
+    if (j->p >= j->end)
+        return 0;
+    if (*j->p == '"')
+        return js_str(j, start, len);
+    static const char *const literals[3] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(literals[i]);
+        if ((size_t)(j->end - j->p) >= n && memcmp(j->p, literals[i], n) == 0) {
+            j->p += n;
+            *start = j->outn;
+            *len = i == 2 ? -1 : (Py_ssize_t)n;
+            memcpy(j->out + j->outn, literals[i], i == 2 ? 0 : n);
+            j->outn += i == 2 ? 0 : (Py_ssize_t)n;
+            return 1;
+        }
+    }
+    const unsigned char *from = j->p;
+    long long v;
+    if (!js_int(j, &v))
+        return 0;
+    *start = j->outn; /* the digits as sent: canonical, so str(int) of them */
+    *len = j->p - from;
+    memcpy(j->out + j->outn, from, (size_t)*len);
+    j->outn += *len;
+    return 1;
+}
+
+/* A send header the lane takes, of SEND_MESSAGE_V2 ({"code":310,...}: extFields of string values under the
+ * letters a..n, nothing else) or of SEND_MESSAGE ({"code":10,...}: the long names, any other key ignored as the
+ * generic path ignores it, values as js_ext_value reads them): the envelope's keys only (code, language,
+ * version, opaque, flag, remark, extFields, serializeTypeCurrentRPC, each at most once), flag 0, each field at
+ * most once, producer group, queue id and born timestamp present (and the topic, for long names), numbers
+ * canonical and in range, batch false. 1 when taken (fields in *h, strings in j->out). */
+static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned char *scratch, send_hdr_t *h) {
+    int long_names;
+    Py_ssize_t skip;
+    if (hlen >= 12 && memcmp(hdr, "{\"code\":310,", 12) == 0) {
+        long_names = 0;
+        skip = 12;
+    } else if (hlen >= 11 && memcmp(hdr, "{\"code\":10,", 11) == 0) {
+        long_names = 1;
+        skip = 11;
+    } else {
+        return 0;
+    }
+    js_t j = {hdr + skip, hdr + hlen, scratch, 0};
+    unsigned seen = 0;
+    long long flag = -1, v;
+    int ext_read = 0;
+    Py_ssize_t val[14], vlen[14];
+    unsigned have = 0, named = 0;
+    h->opaque = 0; /* the envelope's default */
+    for (;;) {
+        Py_ssize_t ks, kl;
+        if (!js_str(&j, &ks, &kl) || !js_char(&j, ':'))
+            return 0;
+        const char *k = (const char *)scratch + ks;
+        j.outn = ks; /* the key's bytes are not kept */
+        unsigned bit;
+#define KEY(text) (kl == (Py_ssize_t)(sizeof(text) - 1) && memcmp(k, text, sizeof(text) - 1) == 0)
+        if (KEY("opaque")) {
+            bit = 1;
+            if (!js_int(&j, &v) || !INT32_OK(v))
+                return 0;
+            h->opaque = v;
+        } else if (KEY("flag")) {
+            bit = 2;
+            if (!js_int(&j, &flag))
+                return 0;
+        } else if (KEY("version")) {
+            bit = 4;
+            if (!js_int(&j, &v))
+                return 0;
+        } else if (KEY("language") || KEY("serializeTypeCurrentRPC")) {
+            bit = KEY("language") ? 8 : 16;
+            Py_ssize_t s, l;
+            if (!js_str(&j, &s, &l))
+                return 0;
+            j.outn = s;
+        } else if (KEY("remark")) {
+            bit = 32;
+            js_ws(&j);
+            if (j.end - j.p >= 4 && memcmp(j.p, "null", 4) == 0) {
+                j.p += 4;
+            } else {
+                Py_ssize_t s, l;
+                if (!js_str(&j, &s, &l))
+                    return 0;
+                j.outn = s;
+            }
+        } else if (KEY("extFields")) {
+            bit = 64;
+            if (!js_char(&j, '{'))
+                return 0;
+            if (!js_char(&j, '}')) {
+                for (;;) {
+                    Py_ssize_t es, el, vs, vl;
+                    if (!js_str(&j, &es, &el))
+                        return 0;
+                    int letter = -1;
+                    if (!long_names) {
+                        letter = el == 1 ? scratch[es] - 'a' : -1;
+                        if (letter < 0 || letter > 13)
+                            return 0;
+                    } else {
+                        for (int i = 0; i < 14; i++)
+                            if ((size_t)el == strlen(LONG_NAMES[i]) && memcmp(scratch + es, LONG_NAMES[i], (size_t)el) == 0)
+                                letter = i;
+                    }
+                    j.outn = es;
+                    if (!js_char(&j, ':'))
+                        return 0;
+                    if (!(long_names ? js_ext_value(&j, &vs, &vl) : js_str(&j, &vs, &vl)))
+                        return 0;
+                    if (letter >= 0) {
+                        if ((named >> letter) & 1)
+                            return 0;
+                        named |= 1u << letter;
+                        if (vl >= 0) { /* (null: absent) */
+                            have |= 1u << letter;
+                            val[letter] = vs;
+                            vlen[letter] = vl;
+                        }
+                    } else {
+                        j.outn = vs; /* a key the header does not have: ignored */
+                    }
+                    if (js_char(&j, ','))
+                        continue;
+                    if (js_char(&j, '}'))
+                        break;
+                    return 0;
+                }
+            }
+            ext_read = 1;
+        } else {
+            return 0;
+        }
+#undef KEY
+        if (seen & bit)
+            return 0;
+        seen |= bit;
+        if (js_char(&j, ','))
+            continue;
+        if (js_char(&j, '}'))
+            break;
+        return 0;
+    }
+    js_ws(&j);
+    if (j.p != j.end || flag != 0 || !ext_read)
+        return 0;
+    /* a producer group, a queue id and a born timestamp are required */
+    unsigned required = (1u << 0) | (1u << 4) | (1u << 6) | (long_names ? 1u << 1 : 0);
+    if ((have & required) != required)
+        return 0;
+#define LETTER(c) ((c) - 'a')
+#define INT_OF(c, out) dec_int(scratch + val[LETTER(c)], vlen[LETTER(c)], (out))
+    h->topic = (have >> LETTER('b')) & 1 ? val[LETTER('b')] : 0;
+    h->topic_len = (have >> LETTER('b')) & 1 ? vlen[LETTER('b')] : 0;
+    if (!INT_OF('e', &h->queue_id) || h->queue_id < 0 || h->queue_id > 2147483647LL)
+        return 0;
+    if (!INT_OF('g', &h->born_ts))
+        return 0;
+    h->sys_flag = 0;
+    if ((have >> LETTER('f')) & 1 && (!INT_OF('f', &h->sys_flag) || h->sys_flag < 0 || h->sys_flag > 2147483647LL))
+        return 0;
+    h->flag = 0;
+    if ((have >> LETTER('h')) & 1 && (!INT_OF('h', &h->flag) || !INT32_OK(h->flag)))
+        return 0;
+    h->reconsume_times = 0;
+    if ((have >> LETTER('j')) & 1 && (!INT_OF('j', &h->reconsume_times) || !INT32_OK(h->reconsume_times)))
+        return 0;
+    if ((have >> LETTER('d')) & 1 && !INT_OF('d', &v))
+        return 0;
+    if ((have >> LETTER('l')) & 1 && !INT_OF('l', &v))
+        return 0;
+    if ((have >> LETTER('k')) & 1 && bool_of(scratch + val[LETTER('k')], vlen[LETTER('k')]) < 0)
+        return 0;
+    if ((have >> LETTER('m')) & 1 && bool_of(scratch + val[LETTER('m')], vlen[LETTER('m')]) != 0)
+        return 0;
+    h->has_props = (have >> LETTER('i')) & 1;
+    h->props = h->has_props ? val[LETTER('i')] : 0;
+    h->props_len = h->has_props ? vlen[LETTER('i')] : 0;
+#undef INT_OF
+#undef LETTER
+    return 1;
+}
+
+/* send_header(header: bytes) -> (opaque, topic, queue_id, sys_flag, born_timestamp, flag, properties | None,
+ * reconsume_times) as read_sends reads it, or None when it does not take it (for tests/test_read_lane.py). */
+PyObject *lane_send_header(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    unsigned char *scratch = PyMem_Malloc(view.len > 0 ? (size_t)view.len : 1);
+    if (scratch == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    send_hdr_t h;
+    PyObject *out;
+    if (!read_send_header(view.buf, view.len, scratch, &h)) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else {
+        PyObject *props = h.has_props ? PyUnicode_FromStringAndSize((const char *)scratch + h.props, h.props_len)
+                                      : (Py_INCREF(Py_None), Py_None);
+        out = props == NULL ? NULL : Py_BuildValue("(Ls#LLLLNL)", h.opaque, (const char *)scratch + h.topic,
+                                                   h.topic_len, h.queue_id, h.sys_flag, h.born_ts, h.flag, props,
+                                                   h.reconsume_times);
+    }
+    PyMem_Free(scratch);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* read_sends                                                                                        */
+/* ------------------------------------------------------------------------------------------------ */
+
+#define TRANSACTION_TYPE_MASK 0xC
+#define MULTI_TAGS 0x2
+#define MAX_PROPERTIES_SIZE 32767
+
+static PyObject *s_write_queue_nums, *s_read_queue_nums, *s_topic_filter_type;
+
+/* The topic being sent to (nearly always one per read): its str and what msgCheck reads of its config. */
+typedef struct {
+    char name[128];
+    Py_ssize_t len;
+    PyObject *topic; /* owned */
+    long long max_queue;
+    int multi_tag;
+} topic_cache_t;
+
+/* The topic's config when msgCheck would pass it without a second look: it exists and has been validated
+ * (SendMessageCore._valid_topics); 1 when found (cache filled), 0 when the Python path must see the frame, -1 on
+ * an error. */
+static int lookup_topic(topic_cache_t *tc, const char *name, Py_ssize_t len, PyObject *table, PyObject *valid) {
+    if (tc->topic != NULL && tc->len == len && memcmp(tc->name, name, (size_t)len) == 0)
+        return 1;
+    if (len < 1 || len > 127 || (len >= 7 && memcmp(name, "%RETRY%", 7) == 0))
+        return 0; /* a retry topic needs handleRetryAndDLQ */
+    PyObject *topic = PyUnicode_FromStringAndSize(name, len);
+    if (topic == NULL)
+        return -1;
+    PyObject *config = PyDict_GetItemWithError(table, topic); /* borrowed */
+    int in_valid = config == NULL ? 0 : PySet_Contains(valid, topic);
+    if (config == NULL || in_valid != 1) {
+        Py_DECREF(topic);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *w = PyObject_GetAttr(config, s_write_queue_nums), *r = PyObject_GetAttr(config, s_read_queue_nums),
+             *f = PyObject_GetAttr(config, s_topic_filter_type);
+    long long wq = w ? PyLong_AsLongLong(w) : -1, rq = r ? PyLong_AsLongLong(r) : -1, ft = f ? PyLong_AsLongLong(f) : -1;
+    Py_XDECREF(w);
+    Py_XDECREF(r);
+    Py_XDECREF(f);
+    if (PyErr_Occurred()) {
+        PyErr_Clear(); /* an odd config: the Python path */
+        Py_DECREF(topic);
+        return 0;
+    }
+    Py_XDECREF(tc->topic);
+    tc->topic = topic;
+    memcpy(tc->name, name, (size_t)len);
+    tc->len = len;
+    tc->max_queue = wq > rq ? wq : rq;
+    tc->multi_tag = ft == 1;
+    return 1;
+}
+
+/* The message of a frame the lane takes (a new reference), Py_None (borrowed, not to be released) when the
+ * Python path must see the frame, NULL on an error. Twin: SendMessageCore.msg_check + InnerMessageBuilder.plain. */
+static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObject *body, unsigned char *scratch,
+                               topic_cache_t *tc, PyObject *ctx[7], long long limit, long long *opaque) {
+    send_hdr_t h;
+    if (!read_send_header(hdr, hlen, scratch, &h))
+        return Py_None;
+    int found = lookup_topic(tc, (const char *)scratch + h.topic, h.topic_len, ctx[0], ctx[1]);
+    if (found <= 0)
+        return found < 0 ? NULL : Py_None;
+    if (h.queue_id >= tc->max_queue)
+        return Py_None; /* refused by msgCheck */
+    long long sys_flag = tc->multi_tag ? h.sys_flag | MULTI_TAGS : h.sys_flag;
+    if (sys_flag & TRANSACTION_TYPE_MASK || PyBytes_Size(body) > limit)
+        return Py_None;
+    char *suffix;
+    Py_ssize_t sl;
+    if (PyBytes_AsStringAndSize(ctx[3], &suffix, &sl) < 0)
+        return NULL;
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)scratch + h.props, h.props_len);
+    if (raw == NULL)
+        return NULL;
+    PyObject *plain = lane_plain_properties(raw, suffix, sl);
+    Py_DECREF(raw);
+    if (plain == NULL) {
+        PyErr_Clear(); /* (properties that are not UTF-8 cannot come from an ASCII header) */
+        return Py_None;
+    }
+    if (plain == Py_None) { /* DELAY, TRAN_MSG, CLUSTER or TIMER_DELIVER_MS: the full path */
+        Py_DECREF(plain);
+        return Py_None;
+    }
+    PyObject *props = PyTuple_GetItem(plain, 0);
+    if (PyBytes_Size(props) > MAX_PROPERTIES_SIZE) {
+        Py_DECREF(plain);
+        return Py_None;
+    }
+    PyObject *queue_id = PyLong_FromLongLong(h.queue_id), *flag = PyLong_FromLongLong(h.flag),
+             *sys = PyLong_FromLongLong(sys_flag), *born_ts = PyLong_FromLongLong(h.born_ts),
+             *reconsume = PyLong_FromLongLong(h.reconsume_times), *zero = PyLong_FromLong(0);
+    PyObject *msg = NULL;
+    if (queue_id && flag && sys && born_ts && reconsume && zero)
+        msg = PyObject_CallFunctionObjArgs(ctx[2], tc->topic, queue_id, body, flag, props, PyTuple_GetItem(plain, 2),
+                                           sys, born_ts, ctx[5], ctx[6], reconsume, zero, PyTuple_GetItem(plain, 1),
+                                           NULL);
+    Py_XDECREF(queue_id);
+    Py_XDECREF(flag);
+    Py_XDECREF(sys);
+    Py_XDECREF(born_ts);
+    Py_XDECREF(reconsume);
+    Py_XDECREF(zero);
+    Py_DECREF(plain);
+    *opaque = h.opaque;
+    return msg;
+}
+
+/* read_sends(buf, pos, max_frame_length, ctx) -> (items, bad): split_frames' (items, bad), where each run of
+ * consecutive frames the lane takes is one item [msgs, opaques, end] (a list) in place of their frame tuples.
+ * Only sends before the read's first other request are taken (that request might change a topic or a limit).
+ * ctx = (topic table, validated topics, MessageExtBrokerInner, CLUSTER suffix, maxMessageSize, born host packed,
+ * born port). */
+PyObject *lane_read_sends(PyObject *self, PyObject *args) {
+    PyObject *obj, *ctx_o;
+    Py_ssize_t pos, max_len;
+    if (!PyArg_ParseTuple(args, "OnnO!", &obj, &pos, &max_len, &PyTuple_Type, &ctx_o))
+        return NULL;
+    if (PyTuple_Size(ctx_o) != 7) {
+        PyErr_SetString(PyExc_ValueError, "read_sends: a context of 7 items expected");
+        return NULL;
+    }
+    PyObject *ctx[7];
+    for (int i = 0; i < 7; i++)
+        ctx[i] = PyTuple_GetItem(ctx_o, i);
+    if (!PyDict_Check(ctx[0]) || !PyAnySet_Check(ctx[1]) || !PyBytes_Check(ctx[3])) {
+        PyErr_SetString(PyExc_TypeError, "read_sends: (dict, set, class, bytes, int, bytes, int) expected");
+        return NULL;
+    }
+    long long limit = PyLong_AsLongLong(ctx[4]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t len = view.len;
+    PyObject *items = PyList_New(0), *bad = NULL, *group = NULL;
+    unsigned char local[4096];
+    unsigned char *scratch = local;
+    Py_ssize_t scratch_cap = sizeof local;
+    topic_cache_t tc = {.topic = NULL};
+    int taking = 1;
+    if (items == NULL)
+        goto fail;
+    if (pos < 0)
+        pos = 0;
+    for (;;) {
+        Py_ssize_t avail = len - pos;
+        if (avail < 8) {
+            if (avail >= 4) {
+                int32_t total = (int32_t)be32(buf + pos);
+                if (total < 4 || total > max_len) {
+                    bad = Py_BuildValue("(iI)", total, 0u);
+                    if (bad == NULL)
+                        goto fail;
+                }
+            }
+            break;
+        }
+        int32_t total = (int32_t)be32(buf + pos);
+        uint32_t word = be32(buf + pos + 4);
+        uint32_t hlen = word & 0xFFFFFF;
+        if (total < 4 || total > max_len || word > 0x1FFFFFF || (int64_t)hlen > (int64_t)total - 4) {
+            bad = Py_BuildValue("(iI)", total, word);
+            if (bad == NULL)
+                goto fail;
+            break;
+        }
+        Py_ssize_t end = pos + 4 + (Py_ssize_t)total;
+        if (end > len)
+            break;
+        Py_ssize_t body_start = pos + 8 + (Py_ssize_t)hlen;
+        PyObject *body = PyBytes_FromStringAndSize((const char *)buf + body_start, end - body_start);
+        if (body == NULL)
+            goto fail;
+        PyObject *msg = Py_None;
+        long long opaque = 0;
+        const unsigned char *hdr = buf + pos + 8;
+        int send = word >> 24 == 0 && hlen >= 11 && (memcmp(hdr, "{\"code\":10,", 11) == 0 || (hlen >= 12 && (
+            memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)));
+        if (!send)
+            taking = 0; /* another request may change what msgCheck reads (a topic, maxMessageSize): from here on
+                         * the Python path sees every frame after it, as it sees them, in order */
+        if (send && taking && hdr[9] != '2') { /* 310 or 10 */
+            if ((Py_ssize_t)hlen > scratch_cap) {
+                if (scratch != local)
+                    PyMem_Free(scratch);
+                scratch = PyMem_Malloc(hlen);
+                scratch_cap = hlen;
+                if (scratch == NULL) {
+                    scratch = local; /* (freed state restored for `fail`) */
+                    scratch_cap = 0;
+                    Py_DECREF(body);
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+            }
+            msg = plain_message(buf + pos + 8, hlen, body, scratch, &tc, ctx, limit, &opaque);
+            if (msg == NULL) {
+                Py_DECREF(body);
+                goto fail;
+            }
+        }
+        int rc;
+        if (msg != Py_None) {
+            Py_DECREF(body);
+            if (group == NULL) {
+                group = Py_BuildValue("[[][]n]", end);
+                rc = group == NULL ? -1 : PyList_Append(items, group);
+                Py_XDECREF(group); /* the list `items` holds it */
+                if (rc < 0) {
+                    group = NULL;
+                    Py_DECREF(msg);
+                    goto fail;
+                }
+            }
+            PyObject *op = PyLong_FromLongLong(opaque), *end_o = PyLong_FromSsize_t(end);
+            rc = (op == NULL || end_o == NULL || PyList_Append(PyList_GetItem(group, 0), msg) < 0 ||
+                  PyList_Append(PyList_GetItem(group, 1), op) < 0 || PyList_SetItem(group, 2, end_o) < 0) ? -1 : 0;
+            if (rc == 0)
+                end_o = NULL; /* (stolen by SetItem) */
+            Py_XDECREF(op);
+            Py_XDECREF(end_o);
+            Py_DECREF(msg);
+            if (rc < 0)
+                goto fail;
+        } else {
+            group = NULL;
+            PyObject *item = Py_BuildValue("(Iy#Nn)", word, (const char *)buf + pos + 8, (Py_ssize_t)hlen, body, end);
+            if (item == NULL)
+                goto fail;
+            rc = PyList_Append(items, item);
+            Py_DECREF(item);
+            if (rc < 0)
+                goto fail;
+        }
+        pos = end;
+    }
+    if (scratch != local)
+        PyMem_Free(scratch);
+    Py_XDECREF(tc.topic);
+    PyBuffer_Release(&view);
+    if (bad == NULL) {
+        bad = Py_None;
+        Py_INCREF(bad);
+    }
+    PyObject *out = PyTuple_Pack(2, items, bad);
+    Py_DECREF(items);
+    Py_DECREF(bad);
+    return out;
+fail:
+    if (scratch != local)
+        PyMem_Free(scratch);
+    Py_XDECREF(tc.topic);
+    PyBuffer_Release(&view);
+    Py_XDECREF(items);
+    Py_XDECREF(bad);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* success_frames                                                                                    */
+/* ------------------------------------------------------------------------------------------------ */
+
+static PyObject *s_queue_id_attr;
+
+/* success_frames(segments, host_hex, msgs, phy_offsets, queue_offsets, opaques) -> bytes: the SUCCESS answer
+ * of each message of a stored group, back to back; each is success_frame(segments, host_hex + "%016X" % phy,
+ * msg.queue_id, queue_offset, opaque). */
+PyObject *lane_success_frames(PyObject *self, PyObject *args) {
+    PyObject *segments, *host_hex, *msgs, *phys, *qos, *opaques;
+    if (!PyArg_ParseTuple(args, "O!UO!O!O!O!", &PyTuple_Type, &segments, &host_hex, &PyList_Type, &msgs,
+                          &PyList_Type, &phys, &PyList_Type, &qos, &PyList_Type, &opaques))
+        return NULL;
+    Py_ssize_t n = PyList_Size(msgs);
+    if (PyTuple_Size(segments) != 5 || PyList_Size(phys) != n || PyList_Size(qos) != n || PyList_Size(opaques) != n) {
+        PyErr_SetString(PyExc_ValueError, "success_frames: five segments and lists of one length expected");
+        return NULL;
+    }
+    const char *seg[5];
+    Py_ssize_t segl[5], hexl, fixed = 0;
+    for (int i = 0; i < 5; i++) {
+        char *c;
+        if (PyBytes_AsStringAndSize(PyTuple_GetItem(segments, i), &c, &segl[i]) < 0)
+            return NULL;
+        seg[i] = c;
+        fixed += segl[i];
+    }
+    const char *hex = PyUnicode_AsUTF8AndSize(host_hex, &hexl);
+    if (hex == NULL)
+        return NULL;
+    /* each frame: 8 + fixed + hexl + 16 + three numbers of at most 20 characters */
+    Py_ssize_t cap = n * (8 + fixed + hexl + 16 + 60);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, cap);
+    if (out == NULL)
+        return NULL;
+    unsigned char *start = (unsigned char *)PyBytes_AsString(out), *p = start;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *q = PyObject_GetAttr(PyList_GetItem(msgs, i), s_queue_id_attr);
+        long long queue_id = q ? PyLong_AsLongLong(q) : -1;
+        Py_XDECREF(q);
+        long long phy = PyLong_AsLongLong(PyList_GetItem(phys, i)), qo = PyLong_AsLongLong(PyList_GetItem(qos, i)),
+                  opaque = PyLong_AsLongLong(PyList_GetItem(opaques, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        char nums[3][24], id[17];
+        int numl[3] = {
+            snprintf(nums[0], sizeof nums[0], "%lld", queue_id),
+            snprintf(nums[1], sizeof nums[1], "%lld", qo),
+            snprintf(nums[2], sizeof nums[2], "%lld", opaque),
+        };
+        snprintf(id, sizeof id, "%016llX", (unsigned long long)phy);
+        Py_ssize_t hlen = fixed + hexl + 16 + numl[0] + numl[1] + numl[2];
+        p = put32(p, hlen + 4);
+        p = put32(p, hlen);
+#define ADD(ptr, len) memcpy(p, ptr, (size_t)(len)); p += (len);
+        ADD(seg[0], segl[0]) ADD(hex, hexl) ADD(id, 16) ADD(seg[1], segl[1]) ADD(nums[0], numl[0])
+        ADD(seg[2], segl[2]) ADD(nums[1], numl[1]) ADD(seg[3], segl[3]) ADD(nums[2], numl[2]) ADD(seg[4], segl[4])
+#undef ADD
+    }
+    PyObject *done = PyBytes_FromStringAndSize((const char *)start, p - start);
+    Py_DECREF(out);
+    return done;
+}
+
+/* module set-up for this file's names (called by PyInit__lane) */
+int lane_read_sends_init(void) {
+    return (s_write_queue_nums = PyUnicode_InternFromString("write_queue_nums")) != NULL &&
+           (s_read_queue_nums = PyUnicode_InternFromString("read_queue_nums")) != NULL &&
+           (s_topic_filter_type = PyUnicode_InternFromString("topic_filter_type")) != NULL &&
+           (s_queue_id_attr = PyUnicode_InternFromString("queue_id")) != NULL ? 0 : -1;
+}
