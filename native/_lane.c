@@ -11,6 +11,7 @@
  *   scan_units(...)                           store/message_lookup.py  MessageLookup._scan_units (pulls)
  *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
  *   read_sends, success_frames, send_header   read_sends.c (the read lane: a read's plain sends taken whole)
+ *   index_drain(...)                          index_drain.c  store/index_file.py IndexService._drain_into
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
  * build-time dependency beyond a C compiler, which `pip install` uses when there is one (the extension is
@@ -302,7 +303,31 @@ PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t 
 /* ------------------------------------------------------------------------------------------------ */
 
 static PyObject *s_topic, *s_queue_id, *s_body, *s_flag, *s_properties_raw, *s_sys_flag, *s_born_timestamp,
-    *s_born_host, *s_born_port, *s_reconsume_times, *s_prepared_transaction_offset;
+    *s_born_host, *s_born_port, *s_reconsume_times, *s_prepared_transaction_offset, *s_keys, *s_tags_code;
+
+/* A MessageExtBrokerInner (or any class whose __init__ only stores its 13 arguments as these attributes, in this
+ * order) made without running __init__: allocated as object.__new__ does, each attribute set as __init__ sets it
+ * (a Python __init__ call is most of the cost of making one). Any other class is called. */
+PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]) {
+    static PyObject *const *names[13] = {&s_topic, &s_queue_id, &s_body, &s_flag, &s_properties_raw, &s_tags_code,
+                                         &s_sys_flag, &s_born_timestamp, &s_born_host, &s_born_port,
+                                         &s_reconsume_times, &s_prepared_transaction_offset, &s_keys};
+    if (!PyType_Check(cls) || !(PyType_GetFlags((PyTypeObject *)cls) & Py_TPFLAGS_HEAPTYPE) ||
+        PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type) || PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type))
+        return PyObject_CallFunctionObjArgs(cls, values[0], values[1], values[2], values[3], values[4], values[5],
+                                            values[6], values[7], values[8], values[9], values[10], values[11],
+                                            values[12], NULL);
+    PyObject *obj = PyType_GenericNew((PyTypeObject *)cls, NULL, NULL);
+    if (obj == NULL)
+        return NULL;
+    for (int i = 0; i < 13; i++) {
+        if (PyObject_SetAttr(obj, *names[i], values[i]) < 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+    }
+    return obj;
+}
 
 #define V6_BITS 0x30 /* MessageSysFlag.BORNHOST_V6 | STOREHOSTADDRESS_V6 */
 #define BORN_V6 0x10
@@ -532,11 +557,7 @@ static PyObject *success_frame(PyObject *self, PyObject *args) {
     if (id == NULL)
         return NULL;
     char nums[3][24];
-    int numl[3] = {
-        snprintf(nums[0], sizeof nums[0], "%lld", queue_id),
-        snprintf(nums[1], sizeof nums[1], "%lld", queue_offset),
-        snprintf(nums[2], sizeof nums[2], "%lld", opaque),
-    };
+    int numl[3] = {fmt_i64(nums[0], queue_id), fmt_i64(nums[1], queue_offset), fmt_i64(nums[2], opaque)};
     Py_ssize_t hlen = segl[0] + idl + segl[1] + numl[0] + segl[2] + numl[1] + segl[3] + numl[2] + segl[4];
     PyObject *out = PyBytes_FromStringAndSize(NULL, 8 + hlen);
     if (out == NULL)
@@ -792,8 +813,9 @@ static PyObject *batch_messages(PyObject *self, PyObject *args) {
         PyObject *item_body = PyBytes_FromStringAndSize(buf + pos + 20, body_len);
         PyObject *flag_o = PyLong_FromLong(flag);
         PyObject *msg = (item_body == NULL || flag_o == NULL) ? NULL :
-            PyObject_CallFunctionObjArgs(cls, topic, queue_id, item_body, flag_o, props, PyTuple_GetItem(scan, 1),
-                                         sys_flag, born_ts, born, port, zero, zero, PyTuple_GetItem(scan, 0), NULL);
+            lane_new_inner(cls, (PyObject *const[13]){topic, queue_id, item_body, flag_o, props,
+                                                      PyTuple_GetItem(scan, 1), sys_flag, born_ts, born, port, zero,
+                                                      zero, PyTuple_GetItem(scan, 0)});
         Py_XDECREF(item_body);
         Py_XDECREF(flag_o);
         Py_DECREF(props);
@@ -832,6 +854,7 @@ static PyMethodDef methods[] = {
     {"read_sends", lane_read_sends, METH_VARARGS, "A read's frames, plain sends taken whole (see read_sends.c)."},
     {"success_frames", lane_success_frames, METH_VARARGS, "A stored group's SUCCESS answers (see read_sends.c)."},
     {"send_header", lane_send_header, METH_VARARGS, "A V2 send header as read_sends reads it (see read_sends.c)."},
+    {"index_drain", lane_index_drain, METH_VARARGS, "Pending keys into an index file (see index_drain.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -847,7 +870,8 @@ PyMODINIT_FUNC PyInit__lane(void) {
     INTERN(s_born_timestamp, "born_timestamp") INTERN(s_born_host, "born_host") INTERN(s_born_port, "born_port")
     INTERN(s_mm, "mm") INTERN(s_wrote_position, "wrote_position") INTERN(s_file_from_offset, "file_from_offset")
     INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
-    if (lane_read_sends_init() < 0)
+    INTERN(s_keys, "keys") INTERN(s_tags_code, "tags_code")
+    if (lane_read_sends_init() < 0 || lane_index_drain_init() < 0)
         return NULL;
     return PyModule_Create(&module);
 }

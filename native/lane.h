@@ -27,13 +27,44 @@ static inline unsigned char *put64(unsigned char *p, int64_t v) {
     return p;
 }
 
+/* v in decimal at out (at most 20 characters, no terminator): its length; what "%lld" writes */
+static inline int fmt_i64(char *out, long long v) {
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    int len = 0;
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    return len;
+}
+
+/* v as 16 upper-case hex digits at out: what "%016llX" writes */
+static inline void fmt_hex16(char *out, unsigned long long v) {
+    static const char digits[] = "0123456789ABCDEF";
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        out[i] = digits[v & 15];
+}
+
 /* _lane.c: a common message's stored properties (plain_properties without the argument parsing) */
 PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t sl);
+
+/* _lane.c: a MessageExtBrokerInner of its 13 constructor arguments, made without running __init__ */
+PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]);
 
 /* read_sends.c */
 PyObject *lane_read_sends(PyObject *self, PyObject *args);
 PyObject *lane_success_frames(PyObject *self, PyObject *args);
 PyObject *lane_send_header(PyObject *self, PyObject *args);
 int lane_read_sends_init(void);
+
+/* index_drain.c */
+PyObject *lane_index_drain(PyObject *self, PyObject *args);
+int lane_index_drain_init(void);
 
 #endif

@@ -44,55 +44,69 @@ static inline int js_char(js_t *j, unsigned char c) {
 
 /* A string of ASCII text decoded into j->out: its start and length there. 0 when it is not one the lane takes:
  * not a string, unterminated, a raw control or non-ASCII byte, an escape msgspec refuses or one above 0x7F. */
+/* the bytes a JSON string holds as they are: printable ASCII but the quote and the backslash */
+static unsigned char PLAIN[256];
+
+static void plain_init(void) {
+    for (int c = 0x20; c < 0x80; c++)
+        PLAIN[c] = c != '"' && c != '\\';
+}
+
 static int js_str(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
     if (!js_char(j, '"'))
         return 0;
-    Py_ssize_t s = j->outn;
-    while (j->p < j->end) {
-        unsigned char c = *j->p++;
+    const unsigned char *p = j->p, *end = j->end;
+    unsigned char *o = j->out + j->outn, *o0 = o;
+    for (;;) {
+        const unsigned char *q = p; /* the common case: a span copied as is */
+        while (q < end && PLAIN[*q])
+            q++;
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        p = q;
+        if (p >= end)
+            return 0;
+        unsigned char c = *p++;
         if (c == '"') {
-            *start = s;
-            *len = j->outn - s;
+            *start = o0 - j->out;
+            *len = o - o0;
+            j->outn += o - o0;
+            j->p = p;
             return 1;
         }
-        if (c < 0x20 || c >= 0x80)
-            return 0;
-        if (c == '\\') {
-            if (j->p >= j->end)
+        if (c != '\\' || p >= end)
+            return 0; /* a raw control or non-ASCII byte, or an escape cut short */
+        c = *p++;
+        switch (c) {
+        case '"': case '\\': case '/': break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u': {
+            if (end - p < 4)
                 return 0;
-            c = *j->p++;
-            switch (c) {
-            case '"': case '\\': case '/': break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case 'u': {
-                if (j->end - j->p < 4)
-                    return 0;
-                unsigned v = 0;
-                for (int i = 0; i < 4; i++) {
-                    unsigned char h = j->p[i];
-                    v <<= 4;
-                    if (h >= '0' && h <= '9') v |= (unsigned)(h - '0');
-                    else if (h >= 'a' && h <= 'f') v |= (unsigned)(h - 'a' + 10);
-                    else if (h >= 'A' && h <= 'F') v |= (unsigned)(h - 'A' + 10);
-                    else return 0;
-                }
-                j->p += 4;
-                if (v >= 0x80)
-                    return 0;
-                c = (unsigned char)v;
-                break;
+            unsigned v = 0;
+            for (int i = 0; i < 4; i++) {
+                unsigned char h = p[i];
+                v <<= 4;
+                if (h >= '0' && h <= '9') v |= (unsigned)(h - '0');
+                else if (h >= 'a' && h <= 'f') v |= (unsigned)(h - 'a' + 10);
+                else if (h >= 'A' && h <= 'F') v |= (unsigned)(h - 'A' + 10);
+                else return 0;
             }
-            default:
+            p += 4;
+            if (v >= 0x80)
                 return 0;
-            }
+            c = (unsigned char)v;
+            break;
         }
-        j->out[j->outn++] = c;
+        default:
+            return 0;
+        }
+        *o++ = c;
     }
-    return 0;
 }
 
 /* Canonical decimal digits (-?(0|[1-9][0-9]*), at most 18 digits, not -0): the only integers the lane reads,
@@ -469,9 +483,9 @@ static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObje
              *reconsume = PyLong_FromLongLong(h.reconsume_times), *zero = PyLong_FromLong(0);
     PyObject *msg = NULL;
     if (queue_id && flag && sys && born_ts && reconsume && zero)
-        msg = PyObject_CallFunctionObjArgs(ctx[2], tc->topic, queue_id, body, flag, props, PyTuple_GetItem(plain, 2),
-                                           sys, born_ts, ctx[5], ctx[6], reconsume, zero, PyTuple_GetItem(plain, 1),
-                                           NULL);
+        msg = lane_new_inner(ctx[2], (PyObject *const[13]){tc->topic, queue_id, body, flag, props,
+                                                           PyTuple_GetItem(plain, 2), sys, born_ts, ctx[5], ctx[6],
+                                                           reconsume, zero, PyTuple_GetItem(plain, 1)});
     Py_XDECREF(queue_id);
     Py_XDECREF(flag);
     Py_XDECREF(sys);
@@ -683,13 +697,9 @@ PyObject *lane_success_frames(PyObject *self, PyObject *args) {
             Py_DECREF(out);
             return NULL;
         }
-        char nums[3][24], id[17];
-        int numl[3] = {
-            snprintf(nums[0], sizeof nums[0], "%lld", queue_id),
-            snprintf(nums[1], sizeof nums[1], "%lld", qo),
-            snprintf(nums[2], sizeof nums[2], "%lld", opaque),
-        };
-        snprintf(id, sizeof id, "%016llX", (unsigned long long)phy);
+        char nums[3][24], id[16];
+        int numl[3] = {fmt_i64(nums[0], queue_id), fmt_i64(nums[1], qo), fmt_i64(nums[2], opaque)};
+        fmt_hex16(id, (unsigned long long)phy);
         Py_ssize_t hlen = fixed + hexl + 16 + numl[0] + numl[1] + numl[2];
         p = put32(p, hlen + 4);
         p = put32(p, hlen);
@@ -705,6 +715,7 @@ PyObject *lane_success_frames(PyObject *self, PyObject *args) {
 
 /* module set-up for this file's names (called by PyInit__lane) */
 int lane_read_sends_init(void) {
+    plain_init();
     return (s_write_queue_nums = PyUnicode_InternFromString("write_queue_nums")) != NULL &&
            (s_read_queue_nums = PyUnicode_InternFromString("read_queue_nums")) != NULL &&
            (s_topic_filter_type = PyUnicode_InternFromString("topic_filter_type")) != NULL &&

@@ -31,6 +31,8 @@ import zlib
 from itertools import chain, repeat
 from typing import Callable, Sequence
 
+from rocketmq_emulator.native import lane
+
 from .mapped_file import BlockReserving, create_full_size, fsync_dir, remove_tmp_files
 
 INDEX_HEADER_SIZE = 40
@@ -39,6 +41,9 @@ _ENTRY = struct.Struct(">iqii")
 _ENTRY_CHUNK = struct.Struct(">" + "iqii" * 256)  # 256 entries in one call
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
+
+#: the native lane's twin of `_drain_python` (rocketmq_emulator.native), None on the Python path
+_index_drain = lane.index_drain if lane is not None else None
 
 # a message's keys waiting to be indexed: (topic, keys, commitlog offset, store timestamp)
 IndexRequest = tuple[str, Sequence[str], int, int]
@@ -199,6 +204,24 @@ class IndexService:
 
         The per-key work runs in C-level maps and comprehensions: hashes, slots, current slot heads; only
         keys sharing a slot within the drain are chained in a Python loop."""
+        mm, first, limit, slot_num, at = f.mm, f.index_count, f.index_num, f.slot_num, f._entries_at
+        last_phy = self.max_indexed_phy
+        drained = None if _index_drain is None else \
+            _index_drain(mm, first, limit, slot_num, at, f.allocated, last_phy, f.begin_timestamp, pend, i)
+        if drained is not None:  # the native lane did it (None: this twin must)
+            i, count, new_slots, last_phy = drained[:4]
+            if count:
+                if first == 1:
+                    f.begin_timestamp, f.begin_phy_offset = drained[4], drained[5]
+                f.index_count = first + count
+                f.hash_slot_count += new_slots
+                f.end_phy_offset, f.end_timestamp = drained[6], drained[7]
+            self.max_indexed_phy = last_phy
+            return i
+        return self._drain_python(f, pend, i)
+
+    def _drain_python(self, f: IndexFile, pend: list[IndexRequest], i: int) -> int:
+        """`_drain_into` in Python: the reference the native lane's `index_drain` matches."""
         mm, first, limit, slot_num, at = f.mm, f.index_count, f.index_num, f.slot_num, f._entries_at
         last_phy = self.max_indexed_phy
         # flatten (topic, keys, phy, ts) -> per key: topic, key, phy, ts; stop when the file is full

@@ -18,6 +18,8 @@ from rocketmq_emulator.protocol.message import (KEY_SEPARATOR, PROPERTY_KEYS, PR
 
 
 class MessageExtBrokerInner:
+    # The native lane makes instances without calling __init__ (native/_lane.c lane_new_inner: allocated, then its
+    # 13 arguments set as these attributes, in this order): __init__ must stay plain assignments.
     __slots__ = ("topic", "queue_id", "body", "flag", "properties_raw", "tags_code", "sys_flag", "born_timestamp",
                  "born_host", "born_port", "reconsume_times", "prepared_transaction_offset", "keys")
 

@@ -128,3 +128,18 @@ def test_success_frames(segments: object, host: object, lists: list[list[object]
     msgs = [MessageExtBrokerInner("T", q if isinstance(q, int) else 0, b"") for q in lists[0]]
     survives(lane.success_frames, segments, host, msgs, *lists[1:])
     survives(lane.success_frames, segments, "AB", lists[0], *lists[1:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(numbers=st.lists(st.one_of(big_ints, st.integers(-3, 200)), min_size=7, max_size=7),
+       pend=st.lists(st.one_of(anything, st.tuples(st.one_of(st.text(max_size=3), anything),
+                                                   st.one_of(st.lists(st.text(max_size=3), max_size=3), anything),
+                                                   st.one_of(big_ints, anything), st.one_of(big_ints, anything))),
+                     max_size=5),
+       i=big_ints, size=st.sampled_from([0, 40, 200, 4096]), mapped=st.booleans())
+def test_index_drain(numbers: list[object], pend: list[object], i: int, size: int, mapped: bool) -> None:
+    first, limit, slot_num, at, allocated, last_phy, begin_ts = numbers
+    mm: object = mmap.mmap(-1, size) if mapped and size else bytearray(size)
+    survives(lane.index_drain, mm, first, limit, slot_num, at, allocated, last_phy, begin_ts, pend, i % 7)
+    survives(lane.index_drain, b"read-only" * 50, 1, 9, 3, 52, 10_000, -1, 0, pend, 0)
+    survives(lane.index_drain, mm, 1, 9, 3, 52, allocated, -1, 0, pend, 0)
