@@ -12,6 +12,7 @@
  *   success_frame(segments, ...)              protocol/headers.py  SendMessageResponseHeader.success_frame_encoder
  *   read_sends, success_frames, send_header   read_sends.c (the read lane: a read's plain sends taken whole)
  *   index_drain(...)                          index_drain.c  store/index_file.py IndexService._drain_into
+ *   run_queue_offsets, put_units              dispatch.c  store/message_store.py (a run's queue offsets, units)
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
  * build-time dependency beyond a C compiler, which `pip install` uses when there is one (the extension is
@@ -855,6 +856,8 @@ static PyMethodDef methods[] = {
     {"success_frames", lane_success_frames, METH_VARARGS, "A stored group's SUCCESS answers (see read_sends.c)."},
     {"send_header", lane_send_header, METH_VARARGS, "A V2 send header as read_sends reads it (see read_sends.c)."},
     {"index_drain", lane_index_drain, METH_VARARGS, "Pending keys into an index file (see index_drain.c)."},
+    {"run_queue_offsets", lane_run_queue_offsets, METH_VARARGS, "A run's queues and offsets (see dispatch.c)."},
+    {"put_units", lane_put_units, METH_VARARGS, "A run's consume-queue units (see dispatch.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -871,7 +874,7 @@ PyMODINIT_FUNC PyInit__lane(void) {
     INTERN(s_mm, "mm") INTERN(s_wrote_position, "wrote_position") INTERN(s_file_from_offset, "file_from_offset")
     INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
     INTERN(s_keys, "keys") INTERN(s_tags_code, "tags_code")
-    if (lane_read_sends_init() < 0 || lane_index_drain_init() < 0)
+    if (lane_read_sends_init() < 0 || lane_index_drain_init() < 0 || lane_dispatch_init() < 0)
         return NULL;
     return PyModule_Create(&module);
 }

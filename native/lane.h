@@ -67,4 +67,9 @@ int lane_read_sends_init(void);
 PyObject *lane_index_drain(PyObject *self, PyObject *args);
 int lane_index_drain_init(void);
 
+/* dispatch.c */
+PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args);
+PyObject *lane_put_units(PyObject *self, PyObject *args);
+int lane_dispatch_init(void);
+
 #endif

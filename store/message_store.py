@@ -37,6 +37,7 @@ import threading
 import time
 from typing import Callable, Iterable, Sequence
 
+from rocketmq_emulator.native import lane
 from rocketmq_emulator.protocol.message import pack_host
 
 from . import recovery as _recovery
@@ -57,6 +58,9 @@ _PREPARED = 0x4
 _ROLLBACK = 0xC
 _SINGLE, _BATCH, _RUN = 1, 2, 3  # what a put stores: one message, a batch, single messages read together
 _NOT_AVAILABLE = PutMessageStatus.SERVICE_NOT_AVAILABLE
+#: the native lane's twins of `_reserve_queue_offsets` (a run) and of `_dispatch`'s unit loop, None on the Python path
+_run_queue_offsets = lane.run_queue_offsets if lane is not None else None
+_put_units = lane.put_units if lane is not None else None
 _INDEX_DRAIN_AT = 256  # small drains keep each pause short (latency); larger ones are only slightly cheaper
 
 
@@ -390,6 +394,13 @@ class MessageStore(MessageLookup):
             if not cq.reserve(len(msgs)):
                 return _NOT_AVAILABLE
             return [cq] * len(msgs), list(range(start, start + len(msgs)))
+        if kind == _RUN and _run_queue_offsets is not None and type(msgs) is list:
+            native = _run_queue_offsets(msgs, cqs_by_key)  # None: the loop below
+            if native is not None:
+                for cq, count in native[2]:
+                    if not cq.reserve(count):
+                        return _NOT_AVAILABLE
+                return native[0], native[1]
         cqs: list[ConsumeQueue | None] = []
         queue_offsets: list[int] = []
         next_offsets: dict[ConsumeQueue, int] = {}
@@ -422,11 +433,16 @@ class MessageStore(MessageLookup):
         if kind == _BATCH:
             cq = cqs[0]
             assert cq is not None
-            if not cq.put_batch(offsets, sizes, [m.tags_code for m in msgs], queue_offsets[0]):
-                self._dispatch_failed(offsets[0])
+            i = 0 if _put_units is None or type(msgs) is not list else _put_units(cqs, offsets, sizes, msgs,
+                                                                                  queue_offsets)
+            if i < len(msgs) and not cq.put_batch(offsets[i:], sizes[i:], [m.tags_code for m in msgs[i:]],
+                                                  queue_offsets[i]):
+                self._dispatch_failed(offsets[i])
         else:  # by index, not zip or enumerate: for one message creating those costs more than the indexing
-            i = 0
-            for unit_cq in cqs:
+            # the native lane writes the units its fast path can (all, nearly always); this loop the rest
+            i = 0 if _put_units is None or type(msgs) is not list else _put_units(cqs, offsets, sizes, msgs,
+                                                                                  queue_offsets)
+            for unit_cq in cqs[i:] if i else cqs:
                 if unit_cq is not None and not unit_cq.put(offsets[i], sizes[i], msgs[i].tags_code, queue_offsets[i]):
                     self._dispatch_failed(offsets[i])
                 i += 1

@@ -143,3 +143,27 @@ def test_index_drain(numbers: list[object], pend: list[object], i: int, size: in
     survives(lane.index_drain, mm, first, limit, slot_num, at, allocated, last_phy, begin_ts, pend, i % 7)
     survives(lane.index_drain, b"read-only" * 50, 1, 9, 3, 52, 10_000, -1, 0, pend, 0)
     survives(lane.index_drain, mm, 1, 9, 3, 52, allocated, -1, 0, pend, 0)
+
+
+class _Thing:
+    """An object with whatever attributes a test gives it."""
+
+    def __init__(self, **attrs: object) -> None:
+        self.__dict__.update(attrs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(big_ints, anything), min_size=9, max_size=9), n=st.integers(0, 3),
+       lists=st.lists(st.lists(st.one_of(big_ints, anything), max_size=3), min_size=3, max_size=3))
+def test_dispatch_functions(values: list[object], n: int, lists: list[list[object]]) -> None:
+    topic, queue_id, sys_flag, tags, max_offset, max_phy, file_size, pos, allocated = values
+    segment = _Thing(mm=mmap.mmap(-1, 4096), wrote_position=pos, allocated=allocated)
+    cq = _Thing(max_offset_in_queue=max_offset, max_physic_offset=max_phy, file_size=file_size,
+                queue=_Thing(files=[segment]), dirty=False)
+    msgs = [_Thing(topic=topic, queue_id=queue_id, sys_flag=sys_flag, tags_code=tags) for _ in range(n)]
+    hashable = isinstance(topic, (str, int)) and isinstance(queue_id, (str, int))
+    survives(lane.run_queue_offsets, msgs, {(topic, queue_id): cq} if hashable else {})
+    survives(lane.run_queue_offsets, lists[0], {})
+    survives(lane.put_units, [cq] * n, *lists[:2], msgs, lists[2])
+    survives(lane.put_units, [cq, None, 3][:n], [1] * n, [20] * n, msgs, [max_offset] * n)
+    survives(lane.put_units, [_Thing()] * n, [1] * n, [20] * n, msgs, [0] * n)
