@@ -13,7 +13,7 @@ command, in order, exactly as without it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.native import lane as native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
@@ -127,15 +127,17 @@ class SendLane:
         return (b.topic_config_manager.table, self._core.valid_topics, MessageExtBrokerInner, self._suffix,
                 b.config.store.max_message_size, born, port)
 
-    def handle(self, taken: list[object], conn: RemotingConnection) -> None:
-        msgs, opaques, _ = taken
-        result, responses = self._core.put_plain(msgs)  # type: ignore[arg-type]
+    def handle(self, taken: list[Any], conn: RemotingConnection) -> None:
+        """`taken` is what `read_sends` made of one run: [messages, their requests' opaques, end]."""
+        msgs: list[MessageExtBrokerInner] = taken[0]
+        opaques: list[int] = taken[1]
+        result, responses = self._core.put_plain(msgs)
         if responses is None:
             conn.send_frame(self._success_frames(self._segments, self._broker.store.msg_id_host_hex, msgs,
                                                  result.phy_offsets,
                                                  result.queue_offsets, opaques))
             return
         processor = self._processor
-        for opaque, outcome in zip(opaques, responses):  # type: ignore[call-overload]
+        for opaque, outcome in zip(opaques, responses):
             request = RemotingCommand(self.code, opaque=opaque)
             conn.reply(request, processor._response(request, outcome))
