@@ -757,11 +757,34 @@ done:
  * separators and `suffix` appended (the suffix's tail alone when it has none). None whenever the twin must
  * decide (a malformed item, properties over 32767 bytes, text that is not UTF-8): it then raises what it
  * raises. Twin: broker/core/send_inner.py InnerMessageBuilder.batch's loop. */
+static PyObject *batch_items(PyObject *cls, PyObject *body_o, PyObject *suffix_o, PyObject *topic,
+                             PyObject *queue_id, PyObject *sys_flag, PyObject *born_ts, PyObject *born,
+                             PyObject *port);
+
 static PyObject *batch_messages(PyObject *self, PyObject *args) {
     PyObject *cls, *body_o, *suffix_o, *topic, *queue_id, *sys_flag, *born_ts, *born, *port;
     if (!PyArg_ParseTuple(args, "OSSOOOOOO", &cls, &body_o, &suffix_o, &topic, &queue_id, &sys_flag, &born_ts,
                           &born, &port))
         return NULL;
+    return batch_items(cls, body_o, suffix_o, topic, queue_id, sys_flag, born_ts, born, port);
+}
+
+/* batch_messages for read_sends.c (lane.h): the numbers as C values */
+PyObject *lane_batch_items(PyObject *cls, PyObject *body, PyObject *suffix, PyObject *topic, long long queue_id,
+                           long long sys_flag, long long born_ts, PyObject *born, PyObject *port) {
+    PyObject *q = PyLong_FromLongLong(queue_id), *f = PyLong_FromLongLong(sys_flag),
+             *t = PyLong_FromLongLong(born_ts);
+    PyObject *out = (q && f && t) ? batch_items(cls, body, suffix, topic, q, f, t, born, port) : NULL;
+    Py_XDECREF(q);
+    Py_XDECREF(f);
+    Py_XDECREF(t);
+    return out;
+}
+
+static PyObject *batch_items(PyObject *cls, PyObject *body_o, PyObject *suffix_o, PyObject *topic,
+                             PyObject *queue_id, PyObject *sys_flag, PyObject *born_ts, PyObject *born,
+                             PyObject *port) {
+    PyObject *self = NULL;
     char *buf, *suffix;
     Py_ssize_t n, sl;
     if (PyBytes_AsStringAndSize(body_o, &buf, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)

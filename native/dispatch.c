@@ -194,7 +194,7 @@ PyObject *lane_put_units(PyObject *self, PyObject *args) {
         }
         if (phy + size <= u->max_phy)
             continue; /* already dispatched */
-        if (u->mf == NULL || index != u->max_offset || u->pos >= u->file_size || u->pos + 20 > u->allocated ||
+        if (u->mf == NULL || index != u->max_offset || u->pos < 0 || u->pos >= u->file_size || u->pos + 20 > u->allocated ||
             u->pos + 20 > u->view.len || size < -2147483648LL || size > 2147483647LL)
             break; /* the twin's slower ways from here */
         unsigned char *p = (unsigned char *)u->view.buf + u->pos;

@@ -57,6 +57,10 @@ PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t 
 /* _lane.c: a MessageExtBrokerInner of its 13 constructor arguments, made without running __init__ */
 PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]);
 
+/* _lane.c: batch_messages' work (a batch body's messages and their bodies' total, or None) */
+PyObject *lane_batch_items(PyObject *cls, PyObject *body, PyObject *suffix, PyObject *topic, long long queue_id,
+                           long long sys_flag, long long born_ts, PyObject *born, PyObject *port);
+
 /* read_sends.c */
 PyObject *lane_read_sends(PyObject *self, PyObject *args);
 PyObject *lane_success_frames(PyObject *self, PyObject *args);

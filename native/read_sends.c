@@ -157,7 +157,7 @@ static int bool_of(const unsigned char *p, Py_ssize_t n) {
 typedef struct {
     long long opaque;
     Py_ssize_t topic, topic_len, props, props_len;
-    int has_props;
+    int has_props, batch;
     long long queue_id, sys_flag, born_ts, flag, reconsume_times;
 } send_hdr_t;
 
@@ -197,16 +197,17 @@ static int js_ext_value(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
     return 1;
 }
 
-/* A send header the lane takes, of SEND_MESSAGE_V2 ({"code":310,...}: extFields of string values under the
+/* A send header the lane takes, of SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE ({"code":310,...}, {"code":320,...}:
+ * extFields of string values under the
  * letters a..n, nothing else) or of SEND_MESSAGE ({"code":10,...}: the long names, any other key ignored as the
  * generic path ignores it, values as js_ext_value reads them): the envelope's keys only (code, language,
  * version, opaque, flag, remark, extFields, serializeTypeCurrentRPC, each at most once), flag 0, each field at
  * most once, producer group, queue id and born timestamp present (and the topic, for long names), numbers
- * canonical and in range, batch false. 1 when taken (fields in *h, strings in j->out). */
+ * canonical and in range. 1 when taken (fields in *h, strings in j->out). */
 static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned char *scratch, send_hdr_t *h) {
     int long_names;
     Py_ssize_t skip;
-    if (hlen >= 12 && memcmp(hdr, "{\"code\":310,", 12) == 0) {
+    if (hlen >= 12 && (memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)) {
         long_names = 0;
         skip = 12;
     } else if (hlen >= 11 && memcmp(hdr, "{\"code\":10,", 11) == 0) {
@@ -347,7 +348,8 @@ static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned 
         return 0;
     if ((have >> LETTER('k')) & 1 && bool_of(scratch + val[LETTER('k')], vlen[LETTER('k')]) < 0)
         return 0;
-    if ((have >> LETTER('m')) & 1 && bool_of(scratch + val[LETTER('m')], vlen[LETTER('m')]) != 0)
+    h->batch = (have >> LETTER('m')) & 1 ? bool_of(scratch + val[LETTER('m')], vlen[LETTER('m')]) : 0;
+    if (h->batch < 0)
         return 0;
     h->has_props = (have >> LETTER('i')) & 1;
     h->props = h->has_props ? val[LETTER('i')] : 0;
@@ -358,7 +360,7 @@ static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned 
 }
 
 /* send_header(header: bytes) -> (opaque, topic, queue_id, sys_flag, born_timestamp, flag, properties | None,
- * reconsume_times) as read_sends reads it, or None when it does not take it (for tests/test_read_lane.py). */
+ * reconsume_times, batch) as read_sends reads it, or None when it does not take it (tests/test_read_lane.py). */
 PyObject *lane_send_header(PyObject *self, PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view))
@@ -376,9 +378,9 @@ PyObject *lane_send_header(PyObject *self, PyObject *args) {
     } else {
         PyObject *props = h.has_props ? PyUnicode_FromStringAndSize((const char *)scratch + h.props, h.props_len)
                                       : (Py_INCREF(Py_None), Py_None);
-        out = props == NULL ? NULL : Py_BuildValue("(Ls#LLLLNL)", h.opaque, (const char *)scratch + h.topic,
+        out = props == NULL ? NULL : Py_BuildValue("(Ls#LLLLNLN)", h.opaque, (const char *)scratch + h.topic,
                                                    h.topic_len, h.queue_id, h.sys_flag, h.born_ts, h.flag, props,
-                                                   h.reconsume_times);
+                                                   h.reconsume_times, PyBool_FromLong(h.batch));
     }
     PyMem_Free(scratch);
     PyBuffer_Release(&view);
@@ -441,10 +443,63 @@ static int lookup_topic(topic_cache_t *tc, const char *name, Py_ssize_t len, PyO
     return 1;
 }
 
+/* A batch the lane takes: its messages (a list; *batch set), as InnerMessageBuilder.batch makes them, or Py_None
+ * when the Python path must see the frame (transactional, a delay level, a malformed or oversized item, bodies
+ * over maxMessageSize together). Twin: SendMessageCore._put_batch's building. */
+static PyObject *batch_of(send_hdr_t *h, PyObject *body, unsigned char *scratch, topic_cache_t *tc,
+                          PyObject *ctx[7], long long limit, long long sys_flag, int *batch) {
+    if (sys_flag & TRANSACTION_TYPE_MASK)
+        return Py_None;
+    const char *props = (const char *)scratch + h->props;
+    Py_ssize_t pl = h->props_len;
+    for (Py_ssize_t i = 0; i + 5 <= pl; i++) /* any DELAY pair: the Python path decides (a level refuses) */
+        if (memcmp(props + i, "DELAY", 5) == 0 && (i == 0 || props[i - 1] == '\x02'))
+            return Py_None;
+    char *cluster;
+    Py_ssize_t cl;
+    if (PyBytes_AsStringAndSize(ctx[3], &cluster, &cl) < 0)
+        return NULL;
+    /* the suffix: CLUSTER alone, or "\x02" + the batch's properties (trailing separators dropped) + CLUSTER */
+    while (pl > 0 && props[pl - 1] == '\x02')
+        pl--;
+    PyObject *suffix;
+    if (h->props_len == 0) {
+        suffix = ctx[3];
+        Py_INCREF(suffix);
+    } else {
+        suffix = PyBytes_FromStringAndSize(NULL, 1 + pl + cl);
+        if (suffix == NULL)
+            return NULL;
+        char *p = PyBytes_AsString(suffix);
+        p[0] = '\x02';
+        memcpy(p + 1, props, (size_t)pl);
+        memcpy(p + 1 + pl, cluster, (size_t)cl);
+    }
+    PyObject *made = lane_batch_items(ctx[2], body, suffix, tc->topic, h->queue_id, sys_flag, h->born_ts, ctx[5],
+                                      ctx[6]);
+    Py_DECREF(suffix);
+    if (made == NULL || made == Py_None) {
+        PyErr_Clear();
+        Py_XDECREF(made);
+        return Py_None;
+    }
+    long long total = PyLong_AsLongLong(PyTuple_GetItem(made, 1));
+    if (total > limit || PyList_Size(PyTuple_GetItem(made, 0)) == 0) {
+        Py_DECREF(made);
+        return Py_None;
+    }
+    PyObject *msgs = PyTuple_GetItem(made, 0);
+    Py_INCREF(msgs);
+    Py_DECREF(made);
+    *batch = 1;
+    return msgs;
+}
+
 /* The message of a frame the lane takes (a new reference), Py_None (borrowed, not to be released) when the
  * Python path must see the frame, NULL on an error. Twin: SendMessageCore.msg_check + InnerMessageBuilder.plain. */
 static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObject *body, unsigned char *scratch,
-                               topic_cache_t *tc, PyObject *ctx[7], long long limit, long long *opaque) {
+                               topic_cache_t *tc, PyObject *ctx[7], long long limit, long long *opaque, int *batch) {
+    *batch = 0;
     send_hdr_t h;
     if (!read_send_header(hdr, hlen, scratch, &h))
         return Py_None;
@@ -454,6 +509,9 @@ static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObje
     if (h.queue_id >= tc->max_queue)
         return Py_None; /* refused by msgCheck */
     long long sys_flag = tc->multi_tag ? h.sys_flag | MULTI_TAGS : h.sys_flag;
+    *opaque = h.opaque;
+    if (h.batch)
+        return batch_of(&h, body, scratch, tc, ctx, limit, sys_flag, batch);
     if (sys_flag & TRANSACTION_TYPE_MASK || PyBytes_Size(body) > limit)
         return Py_None;
     char *suffix;
@@ -493,12 +551,12 @@ static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObje
     Py_XDECREF(reconsume);
     Py_XDECREF(zero);
     Py_DECREF(plain);
-    *opaque = h.opaque;
     return msg;
 }
 
 /* read_sends(buf, pos, max_frame_length, ctx) -> (items, bad): split_frames' (items, bad), where each run of
- * consecutive frames the lane takes is one item [msgs, opaques, end] (a list) in place of their frame tuples.
+ * consecutive single sends the lane takes is one item [msgs, opaques, end] (a list) in place of their frame
+ * tuples, and each batch it takes one item [msgs, opaque, end, True].
  * Only sends before the read's first other request are taken (that request might change a topic or a limit).
  * ctx = (topic table, validated topics, MessageExtBrokerInner, CLUSTER suffix, maxMessageSize, born host packed,
  * born port). */
@@ -567,13 +625,14 @@ PyObject *lane_read_sends(PyObject *self, PyObject *args) {
             goto fail;
         PyObject *msg = Py_None;
         long long opaque = 0;
+        int is_batch = 0;
         const unsigned char *hdr = buf + pos + 8;
         int send = word >> 24 == 0 && hlen >= 11 && (memcmp(hdr, "{\"code\":10,", 11) == 0 || (hlen >= 12 && (
             memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)));
         if (!send)
             taking = 0; /* another request may change what msgCheck reads (a topic, maxMessageSize): from here on
                          * the Python path sees every frame after it, as it sees them, in order */
-        if (send && taking && hdr[9] != '2') { /* 310 or 10 */
+        if (send && taking) {
             if ((Py_ssize_t)hlen > scratch_cap) {
                 if (scratch != local)
                     PyMem_Free(scratch);
@@ -587,14 +646,22 @@ PyObject *lane_read_sends(PyObject *self, PyObject *args) {
                     goto fail;
                 }
             }
-            msg = plain_message(buf + pos + 8, hlen, body, scratch, &tc, ctx, limit, &opaque);
+            msg = plain_message(buf + pos + 8, hlen, body, scratch, &tc, ctx, limit, &opaque, &is_batch);
             if (msg == NULL) {
                 Py_DECREF(body);
                 goto fail;
             }
         }
         int rc;
-        if (msg != Py_None) {
+        if (msg != Py_None && is_batch) { /* a batch: its own item [msgs, opaque, end, True] */
+            Py_DECREF(body);
+            group = NULL;
+            PyObject *item = Py_BuildValue("[NLnO]", msg, opaque, end, Py_True);
+            rc = item == NULL ? -1 : PyList_Append(items, item);
+            Py_XDECREF(item);
+            if (rc < 0)
+                goto fail;
+        } else if (msg != Py_None) {
             Py_DECREF(body);
             if (group == NULL) {
                 group = Py_BuildValue("[[][]n]", end);

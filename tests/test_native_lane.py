@@ -340,7 +340,7 @@ async def _run_broker(root: Path, stream: bytes, cuts: list[int],
     out.append((b"".join(written), store_files(root)))
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(reqs=requests(), cuts=st.lists(st.integers(0, 200_000), max_size=12))
 def test_both_paths_store_and_answer_byte_for_byte_alike(reqs: list[bytes], cuts: list[int]) -> None:
     stream = b"".join(reqs)

@@ -3,8 +3,8 @@
 * `send_header` reads a SEND_MESSAGE_V2 header only when the typed path reads the same values from it, and a
   SEND_MESSAGE (long names: C++, Go) header only when the generic path does (random headers: key order,
   whitespace, escapes, odd numbers, unknown and repeated keys, every field);
-* `read_sends` takes the plain sends to validated topics and leaves every other frame, in order, and takes no
-  send after another request in the same read (that request may change the topic).
+* `read_sends` takes the plain sends and the batches to validated topics and leaves every other frame, in order,
+  and takes no send after another request in the same read (that request may change the topic).
 
 The byte-for-byte comparison of whole random streams on both paths, and of a read that changes a topic
 between two sends, is tests/test_native_lane.py's.
@@ -23,6 +23,7 @@ from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 from rocketmq_emulator.protocol.frame import decode_json_header, encode_command_bytes
 from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header, decode_send_v2_frame
+from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 
 lane = native.lane
@@ -84,9 +85,9 @@ def test_send_header_reads_what_the_typed_path_reads(header: bytes) -> None:
     typed = decode_send_v2_frame(header, b"")
     assert typed is not None, "the lane read a header the typed path does not"
     h = typed.header
-    assert typed.code == 310 and typed.flag == 0 and not h.batch
+    assert typed.code == 310 and typed.flag == 0
     assert read == (typed.opaque, h.topic, h.queue_id, h.sys_flag, h.born_timestamp, h.flag, h.properties,
-                    h.reconsume_times or 0)
+                    h.reconsume_times or 0, h.batch)
 
 
 LONG = ["producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
@@ -128,9 +129,9 @@ def test_send_header_reads_long_names_as_the_generic_path(header: bytes) -> None
         return  # left to the Python path, which decides alone
     cmd = decode_json_header(header, b"")
     h = decode_send_header(cmd.code, cmd.ext_fields)
-    assert cmd.code == 10 and cmd.flag == 0 and not h.batch
+    assert cmd.code == 10 and cmd.flag == 0
     assert read == (cmd.opaque, h.topic, h.queue_id, h.sys_flag, h.born_timestamp, h.flag, h.properties,
-                    h.reconsume_times or 0)
+                    h.reconsume_times or 0, h.batch)
 
 
 def test_send_header_reads_the_cpp_and_go_clients_headers() -> None:
@@ -140,12 +141,13 @@ def test_send_header_reads_the_cpp_and_go_clients_headers() -> None:
            b'"producerGroup":"PID_conformance_cpp","properties":"KEYS\\u0001k1\\u0002TAGS\\u0001TagA\\u0002",'
            b'"queueId":0,"reconsumeTimes":"0","sysFlag":0,"topic":"TopicTest","unitMode":"0"},"flag":0,'
            b'"language":"CPP","opaque":1,"remark":"","version":63}\n')
-    assert lane.send_header(cpp) == (1, "TopicTest", 0, 0, 1795319231460, 0, "KEYS\x01k1\x02TAGS\x01TagA\x02", 0)
+    assert lane.send_header(cpp) == (1, "TopicTest", 0, 0, 1795319231460, 0, "KEYS\x01k1\x02TAGS\x01TagA\x02", 0,
+                                     False)
     go = (b'{"code":10,"language":"GO","version":317,"opaque":7,"flag":0,"remark":"","extFields":{"producerGroup":'
           b'"pg","topic":"T","queueId":"3","sysFlag":"0","bornTimestamp":"5","flag":"0","properties":"",'
           b'"reconsumeTimes":"0","unitMode":"false","maxReconsumeTimes":"0","batch":"false","defaultTopic":'
           b'"TBW102","defaultTopicQueueNums":"4"}}')
-    assert lane.send_header(go) == (7, "T", 3, 0, 5, 0, "", 0)
+    assert lane.send_header(go) == (7, "T", 3, 0, 5, 0, "", 0, False)
 
 
 def test_send_header_reads_a_java_clients_header() -> None:
@@ -154,7 +156,8 @@ def test_send_header_reads_a_java_clients_header() -> None:
     frame = encode_command_bytes(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_v2().to_ext(),
                                                          b"body", opaque=42))
     header_length = int.from_bytes(frame[4:8], "big")
-    assert lane.send_header(frame[8:8 + header_length]) == (42, "Orders", 2, 0, 1_700_000, 0, "TAGS\x01TagA\x02WAIT\x01true\x02", 0)
+    assert lane.send_header(frame[8:8 + header_length]) == (42, "Orders", 2, 0, 1_700_000, 0,
+                                                            "TAGS\x01TagA\x02WAIT\x01true\x02", 0, False)
 
 
 # -- read_sends: what it takes -----------------------------------------------------------------------------
@@ -172,8 +175,9 @@ def context(limit: int = 4 * 1024 * 1024) -> tuple[object, ...]:
 
 
 def kinds(items: list[object]) -> list[object]:
-    """'frame' for a frame left to Python, the taken opaques for a taken run."""
-    return [item[1] if isinstance(item, list) else "frame" for item in items]
+    """'frame' for a frame left to Python, the taken opaques for a taken run, ('batch', opaque) for a batch."""
+    return [("batch", item[1]) if isinstance(item, list) and len(item) == 4 else item[1] if isinstance(item, list)
+            else "frame" for item in items]
 
 
 def test_read_sends_takes_plain_sends_and_leaves_the_rest_in_order() -> None:
@@ -201,6 +205,32 @@ def test_read_sends_takes_plain_sends_and_leaves_the_rest_in_order() -> None:
     assert items[-1][3] == len(stream) and items[10][2] + len(heartbeat) == items[-2][3]
     # a body over maxMessageSize is left to the Python path, which refuses it
     items, _ = lane.read_sends(send("Orders"), 0, 16 * 1024 * 1024, context(limit=9))
+    assert kinds(items) == ["frame"]
+
+
+def batch(opaque: int, props: str = "", topic: str = "Orders", items: int = 3, sys_flag: int = 0) -> bytes:
+    header = SendMessageRequestHeader(producer_group="pg", topic=topic, queue_id=1, born_timestamp=5,
+                                      properties=props, batch=True, sys_flag=sys_flag)
+    body = encode_batch([BatchItem(b"b%d" % i, {"TAGS": "TagB", "UNIQ_KEY": f"U{i}"}) for i in range(items)])
+    return encode_command_bytes(RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header.to_v2().to_ext(),
+                                                        body, opaque=opaque))
+
+
+def test_read_sends_takes_batches_whole() -> None:
+    stream = b"".join([send("Orders", opaque=1), batch(2, "WAIT\x01true\x02"), batch(3), send("Orders", opaque=4),
+                       batch(5, "DELAY\x012\x02"),  # a delay level: the Python path refuses it
+                       batch(6, sys_flag=4),  # transactional: refused there too
+                       batch(7, topic="New"), batch(8, items=0)])
+    items, bad = lane.read_sends(stream, 0, 16 * 1024 * 1024, context())
+    assert bad is None
+    assert kinds(items) == [[1], ("batch", 2), ("batch", 3), [4], "frame", "frame", "frame", "frame"]
+    msgs = items[1][0]
+    assert [(m.topic, m.queue_id, m.body, m.properties_raw, m.keys) for m in msgs] == [
+        ("Orders", 1, b"b%d" % i, b"TAGS\x01TagB\x02UNIQ_KEY\x01U%d\x02WAIT\x01true\x02CLUSTER\x01DefaultCluster" % i,
+         [f"U{i}"]) for i in range(3)]
+    assert items[2][0][0].properties_raw == b"TAGS\x01TagB\x02UNIQ_KEY\x01U0\x02CLUSTER\x01DefaultCluster"
+    # over maxMessageSize together: left to the Python path
+    items, _ = lane.read_sends(batch(9), 0, 16 * 1024 * 1024, context(limit=5))
     assert kinds(items) == ["frame"]
 
 

@@ -5,9 +5,10 @@ SendMessageRequest, the SendMessageResponse back into a response with the SendMe
 Batch or not is decided by the header's `batch` flag (C++ sends batches as 310 with `m=true`).
 
 With the native lane, `SendLane` is the table's read lane (`DispatchTable.lane`): once per read the C function
-`read_sends` takes the plain SEND_MESSAGE_V2 requests whole (header, msgCheck and the message built, in C), the
-core stores each run of them with one write (`SendMessageCore.put_plain`: statistics and pull wake-ups once per
-run) and `success_frames` writes all their answers as one piece. Every frame it does not take comes here as a
+`read_sends` takes the plain single sends (SEND_MESSAGE_V2, SEND_MESSAGE) and the batches whole (header,
+msgCheck and the messages built, in C), the core stores each run of single sends with one write
+(`SendMessageCore.put_plain`: statistics and pull wake-ups once per run) and `success_frames` writes all their
+answers as one piece; a batch is stored as one (`put_batch_messages`) and answered from the SUCCESS template. Every frame it does not take comes here as a
 command, in order, exactly as without it.
 """
 
@@ -128,7 +129,11 @@ class SendLane:
                 b.config.store.max_message_size, born, port)
 
     def handle(self, taken: list[Any], conn: RemotingConnection) -> None:
-        """`taken` is what `read_sends` made of one run: [messages, their requests' opaques, end]."""
+        """`taken` is what `read_sends` made of a run of single sends, [messages, their requests' opaques, end],
+        or of one batch, [its messages, the request's opaque, end, True]."""
+        if len(taken) == 4:
+            self._batch(taken[0], taken[1], conn)
+            return
         msgs: list[MessageExtBrokerInner] = taken[0]
         opaques: list[int] = taken[1]
         result, responses = self._core.put_plain(msgs)
@@ -141,3 +146,12 @@ class SendLane:
         for opaque, outcome in zip(opaques, responses):
             request = RemotingCommand(self.code, opaque=opaque)
             conn.reply(request, processor._response(request, outcome))
+
+    def _batch(self, msgs: list[MessageExtBrokerInner], opaque: int, conn: RemotingConnection) -> None:
+        outcome = self._core.put_batch_messages(msgs)
+        request = RemotingCommand(RequestCode.SEND_BATCH_MESSAGE, opaque=opaque)
+        if outcome.code == _SUCCESS and outcome.msg_id is not None:
+            conn.send_frame(self._processor._success_frame(outcome.msg_id, outcome.queue_id, outcome.queue_offset,
+                                                           opaque))
+        else:
+            conn.reply(request, self._processor._response(request, outcome))
