@@ -225,8 +225,11 @@ async def export_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]
     data = {"group": a.group, "queues": queues, "offsetTable": {k: {str(q): o for q, o in v.items()}
                                                                for k, v in wrapper.offset_table.items()}}
     if a.file:
-        with open(a.file, "w", encoding="utf-8") as f:
-            f.write(content)
+        try:
+            with open(a.file, "w", encoding="utf-8") as f:
+                f.write(content)
+        except OSError as exc:
+            raise InvalidArgumentError(f"cannot write {a.file}: {exc.strerror or exc}") from None
         return {**data, "file": a.file}, f"{queues} queue offset(s) of group {a.group} written to {a.file}"
     return data, content
 

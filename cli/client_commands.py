@@ -280,7 +280,7 @@ async def _forget_group(admin: Admin, group: str) -> None:
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stdin: TextIO | None = None) -> int:
     """Run a parsed client command. Exit status: 0 done, 1 the command failed (one line on stderr saying why),
     2 a usage error, 130 Ctrl-C during produce or an admin command (consume stops cleanly on Ctrl-C and exits
-    0)."""
+    0), 141 the reader of the output went away (`| head`), quietly."""
     out = stdout or sys.stdout
     as_json = getattr(args, "json", False)
     import asyncio
@@ -306,4 +306,23 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stdin: TextIO
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`consume ... | head -3`): stop quietly, as coreutils do
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
     return EXIT_USAGE
+
+
+#: a command whose output's reader went away: 128 + SIGPIPE, what a shell shows for coreutils in that case
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_to_devnull() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush of what is still buffered
+    does not fail on the closed pipe again (and print "Exception ignored")."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -386,7 +386,8 @@ class Admin(InstanceUser):
                              broker_addr: str | None = None) -> ConsumerOffsetSerializeWrapper:
         """The group's committed offsets on one broker, as that broker's consumerOffset.json would hold them
         (GET_ALL_CONSUMER_OFFSET, filtered to `topic@group` keys, and `topic@group@broadcast` ones: a broadcasting
-        group's offsets, as 5.x and this emulator keep them)."""
+        group's offsets, as 5.x and this emulator keep them). A group with no offsets and no retry topic is
+        unknown: ConsumerNotOnlineError, as `consumer_connection` and the others raise."""
         addr = await self._the_broker(broker_addr)
         response = await self.instance.api.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET,
                                                 operation="read every consumer offset")
@@ -394,6 +395,8 @@ class Admin(InstanceUser):
         group = validate_name('consumer group', group)
         keys = [k for k in table if (parsed := parse_offset_key(k)) is not None and parsed[1] == group
                 and (topic is None or parsed[0] == topic)]
+        if not keys and group not in {parsed[1] for k in table if (parsed := parse_offset_key(k)) is not None}:
+            await self._group_route(group)  # no offset at all: an unknown group is refused, as other commands do
         return ConsumerOffsetSerializeWrapper(offset_table={k: dict(sorted(table[k].items())) for k in sorted(keys)})
 
     async def import_offsets(self, offsets: ConsumerOffsetSerializeWrapper, group: str | None = None,

@@ -153,3 +153,28 @@ def test_errors_are_reported_not_raised(ns):
     assert proc.returncode == 1 and "CONSUMER_NOT_ONLINE" in proc.stderr
     proc = cli("admin", "resetOffsetByTime", "-n", ns, "-g", "g", "-t", "T", "-s", "yesterday", check=False)
     assert proc.returncode == 2 and "yyyy-MM-dd#HH:mm:ss:SSS" in proc.stderr
+
+
+def test_export_offsets_refuses_what_it_cannot_do(ns, tmp_path):
+    """An unknown group is refused as consumerProgress refuses it; a file that cannot be written is named."""
+    proc = cli("admin", "exportOffsets", "-n", ns, "-g", "nobody", check=False)
+    assert proc.returncode == 1 and "CONSUMER_NOT_ONLINE" in proc.stderr and "Traceback" not in proc.stderr
+    cli("produce", "-n", ns, "-t", "ExportT", "-c", "2")
+    cli("consume", "-n", ns, "-t", "ExportT", "-g", "exporter", "--from-beginning", "--max-messages", "2")
+    for target in (tmp_path / "no" / "such" / "dir.json", tmp_path):
+        proc = cli("admin", "exportOffsets", "-n", ns, "-g", "exporter", "-f", str(target), check=False)
+        assert proc.returncode == 1 and f"cannot write {target}" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("admin", "exportOffsets", "-n", ns, "-g", "exporter", "-f", str(tmp_path / "ok.json"))
+    assert "ExportT@exporter" in (tmp_path / "ok.json").read_text()
+
+
+def test_consume_into_a_reader_that_goes_away_stops_quietly(ns):
+    """`consume ... | head -3`: no traceback, the pipe's usual exit status (141)."""
+    cli("produce", "-n", ns, "-t", "PipeT", "-c", "2000", "-m", "line {i} " + "x" * 200)
+    proc = subprocess.run(["bash", "-c", " ".join([*COMMAND, "consume", "-n", ns, "-t", "PipeT", "-g", "piper",
+                                                   "--from-beginning", "--max-messages", "2000"])
+                           + " | head -3; echo exit=${PIPESTATUS[0]} >&2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert len(proc.stdout.splitlines()) == 3 and "line" in proc.stdout
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert "exit=141" in proc.stderr
