@@ -381,7 +381,8 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
     p = cmd("advanceTime", advance_time, "fast-forward the broker clock: what is due within SECONDS happens now "
                                          "(delays, retries, invisible times, check-backs, retention; emulator only)")
-    p.add_argument("-s", "--seconds", dest="seconds", required=True, type=float_range(0, 10 * 365 * 24 * 3600),
+    p.add_argument("-s", "--seconds", dest="seconds", required=True,
+                   type=float_range(0, 10 * 365 * 24 * 3600, what=" seconds: ten years"),
                    metavar="SECONDS", help="how much time passes, e.g. 7200")
     p = cmd("expireNow", expire_now, "retention on demand: every message stored so far expires (emulator only)")
     p.add_argument("-t", "--topic", help="only the brokers of this topic, and show its queues' min/max")

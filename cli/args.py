@@ -64,18 +64,23 @@ def float_range(low: float | None = None, high: float | None = None, *, what: st
         if value != value or value in (float("inf"), float("-inf")):
             raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
         if (low is not None and value < low) or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{value:g} is out of range ({_bounds(low, high)}{what})")
+            raise argparse.ArgumentTypeError(f"{_number(value)} is out of range ({_bounds(low, high)}{what})")
         return value
     parse.__name__ = "number"
     return parse
 
 
+def _number(value: float) -> str:
+    """A number as a person writes it: whole numbers in full (315360000, not 3.1536e+08)."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e18 else f"{value:g}"
+
+
 def _bounds(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
-        return f"{low:g} to {high:g}"
+        return f"{_number(low)} to {_number(high)}"
     if low is not None:
-        return f"at least {low:g}"
-    return f"at most {high:g}"
+        return f"at least {_number(low)}"
+    return f"at most {_number(high)}"  # type: ignore[arg-type]  # (one of the two is set)
 
 
 #: the highest TCP port number

@@ -153,8 +153,7 @@ def _properties(items: list[str]) -> dict[str, str]:
 
 
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
-    from rocketmq_emulator.client.message import Message
-    from rocketmq_emulator.client.producer import Producer
+    import asyncio
     props = _properties(args.property)
     if args.count is not None:
         template = args.message if args.message is not None else "message {i}"
@@ -163,6 +162,23 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
         bodies = [args.message]
     else:
         bodies = (line.rstrip("\n") for line in stdin if line.strip())
+    progress = [0]
+    try:
+        await _send_all(args, out, bodies, props, progress)
+    except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels the command, and run() exits 130
+        total = f" of {args.count}" if args.count is not None else ""
+        print(f"interrupted: {progress[0]}{total} message(s) sent", file=sys.stderr)
+        raise
+    if not args.json:
+        print(f"sent {progress[0]} message(s)", file=sys.stderr)
+    return 0
+
+
+async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: dict[str, str],
+                    progress: list[int]) -> None:
+    """produce's sends; `progress[0]`: how many were sent so far."""
+    from rocketmq_emulator.client.message import Message
+    from rocketmq_emulator.client.producer import Producer
     sent = 0
     async with Producer(args.group, namesrv=args.namesrv, send_timeout=args.timeout) as producer:
         batch: list[Message] = []
@@ -173,6 +189,7 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
                 return
             r = await producer.send_batch(args.topic, batch, sharding_key=args.sharding_key)
             sent += len(batch)
+            progress[0] = sent
             _emit(out, args, {"status": r.status.value, "msgId": r.msg_id, "brokerName": r.broker_name,
                               "queueId": r.queue_id, "queueOffset": r.queue_offset, "count": len(batch)},
                   f"{r.status.value} {len(batch)} messages queue={r.broker_name}:{r.queue_id} "
@@ -189,14 +206,12 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
                 continue
             r = await producer.send_message(msg, sharding_key=args.sharding_key)
             sent += 1
+            progress[0] = sent
             _emit(out, args, {"status": r.status.value, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
                               "brokerName": r.broker_name, "queueId": r.queue_id, "queueOffset": r.queue_offset},
                   f"{r.status.value} offsetMsgId={r.offset_msg_id} uniqKey={r.msg_id} "
                   f"queue={r.broker_name}:{r.queue_id} offset={r.queue_offset}")
         await flush()
-    if not args.json:
-        print(f"sent {sent} message(s)", file=sys.stderr)
-    return 0
 
 
 #: how often `consume` looks for new messages and for a stop request, and checks the broker when idle

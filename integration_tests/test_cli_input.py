@@ -269,3 +269,27 @@ def test_health_names_the_broker_that_is_down(emulator):
     proc = run("health", "-n", emulator.namesrv_addr, "--broker", "127.0.0.1:1", "--timeout", "1")
     assert proc.returncode == 1
     assert proc.stdout.startswith("unhealthy: broker at 127.0.0.1:1 does not answer")
+
+
+def test_a_range_error_writes_whole_numbers_in_full():
+    """Not "0 to 3.1536e+08": the bound as a person writes it, with what it means."""
+    line = run("admin", "advanceTime", "-s", "-5").stderr.strip()
+    assert "-5 is out of range (0 to 315360000 seconds: ten years)" in line and "e+" not in line, line
+
+
+def test_ctrl_c_during_produce_says_how_many_were_sent(emulator):
+    """Ctrl-C (SIGINT) in the middle of `produce -c N`: exit status 130 and one line naming what was sent, which
+    is exactly the SEND_OK lines printed."""
+    proc = subprocess.Popen([*COMMAND, "produce", "-n", emulator.namesrv_addr, "-t", "CtrlC", "-c", "1000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = 0
+    assert proc.stdout is not None
+    for _ in proc.stdout:  # wait until some are sent
+        seen += 1
+        if seen == 20:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    printed = seen + len(rest.splitlines())
+    assert proc.returncode == 130, err
+    assert f"interrupted: {printed} of 1000000 message(s) sent" in err and "Traceback" not in err, err
