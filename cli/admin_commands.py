@@ -219,7 +219,7 @@ async def get_consumer_status(admin: Admin, a: argparse.Namespace) -> tuple[Any,
 
 
 async def export_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
-    wrapper = await admin.export_offsets(a.group, a.topic, a.broker)
+    wrapper = await admin.export_offsets(a.group, a.topic, a.broker, known=True)
     content = wrapper.encode(pretty=True).decode()
     queues = sum(len(v) for v in wrapper.offset_table.values())
     data = {"group": a.group, "queues": queues, "offsetTable": {k: {str(q): o for q, o in v.items()}

@@ -382,12 +382,13 @@ class Admin(InstanceUser):
                                        f"holds the offsets of one broker")
         return addrs[0]
 
-    async def export_offsets(self, group: str, topic: str | None = None,
-                             broker_addr: str | None = None) -> ConsumerOffsetSerializeWrapper:
+    async def export_offsets(self, group: str, topic: str | None = None, broker_addr: str | None = None, *,
+                             known: bool = False) -> ConsumerOffsetSerializeWrapper:
         """The group's committed offsets on one broker, as that broker's consumerOffset.json would hold them
         (GET_ALL_CONSUMER_OFFSET, filtered to `topic@group` keys, and `topic@group@broadcast` ones: a broadcasting
-        group's offsets, as 5.x and this emulator keep them). A group with no offsets and no retry topic is
-        unknown: ConsumerNotOnlineError, as `consumer_connection` and the others raise."""
+        group's offsets, as 5.x and this emulator keep them). With `known`, a group with no offsets and no retry
+        topic is refused as unknown (ConsumerNotOnlineError, as `consumer_connection` and the others raise);
+        without, its export is empty."""
         addr = await self._the_broker(broker_addr)
         response = await self.instance.api.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET,
                                                 operation="read every consumer offset")
@@ -395,7 +396,7 @@ class Admin(InstanceUser):
         group = validate_name('consumer group', group)
         keys = [k for k in table if (parsed := parse_offset_key(k)) is not None and parsed[1] == group
                 and (topic is None or parsed[0] == topic)]
-        if not keys and group not in {parsed[1] for k in table if (parsed := parse_offset_key(k)) is not None}:
+        if known and not keys and group not in {p[1] for k in table if (p := parse_offset_key(k)) is not None}:
             await self._group_route(group)  # no offset at all: an unknown group is refused, as other commands do
         return ConsumerOffsetSerializeWrapper(offset_table={k: dict(sorted(table[k].items())) for k in sorted(keys)})
 
