@@ -27,6 +27,30 @@ static inline unsigned char *put64(unsigned char *p, int64_t v) {
     return p;
 }
 
+/* The frame at buf[pos:len] by FrameDecoder's prefix rules (split_frames and read_sends both split this way):
+ * 1 a complete frame (*word = serialization type << 24 | header length, *hlen, *end = the offset after it), 0 not
+ * complete yet, -1 a prefix that breaks a rule ((*bad_total, *bad_word): what FrameDecoder._check_prefix words). */
+static inline int lane_next_frame(const unsigned char *buf, Py_ssize_t len, Py_ssize_t pos, Py_ssize_t max_len,
+                                  uint32_t *word, uint32_t *hlen, Py_ssize_t *end, int32_t *bad_total,
+                                  uint32_t *bad_word) {
+    Py_ssize_t avail = len - pos;
+    if (avail < 4)
+        return 0;
+    int32_t total = (int32_t)be32(buf + pos);
+    *bad_total = total;
+    *bad_word = 0;
+    if (avail < 8)
+        return (total < 4 || total > max_len) ? -1 : 0;
+    *word = be32(buf + pos + 4);
+    *hlen = *word & 0xFFFFFF;
+    if (total < 4 || total > max_len || *word > 0x1FFFFFF || (int64_t)*hlen > (int64_t)total - 4) {
+        *bad_word = *word;
+        return -1;
+    }
+    *end = pos + 4 + (Py_ssize_t)total;
+    return *end > len ? 0 : 1;
+}
+
 /* v in decimal at out (at most 20 characters, no terminator): its length; what "%lld" writes */
 static inline int fmt_i64(char *out, long long v) {
     char tmp[24];

@@ -595,29 +595,14 @@ PyObject *lane_read_sends(PyObject *self, PyObject *args) {
     if (pos < 0)
         pos = 0;
     for (;;) {
-        Py_ssize_t avail = len - pos;
-        if (avail < 8) {
-            if (avail >= 4) {
-                int32_t total = (int32_t)be32(buf + pos);
-                if (total < 4 || total > max_len) {
-                    bad = Py_BuildValue("(iI)", total, 0u);
-                    if (bad == NULL)
-                        goto fail;
-                }
-            }
-            break;
-        }
-        int32_t total = (int32_t)be32(buf + pos);
-        uint32_t word = be32(buf + pos + 4);
-        uint32_t hlen = word & 0xFFFFFF;
-        if (total < 4 || total > max_len || word > 0x1FFFFFF || (int64_t)hlen > (int64_t)total - 4) {
-            bad = Py_BuildValue("(iI)", total, word);
-            if (bad == NULL)
-                goto fail;
-            break;
-        }
-        Py_ssize_t end = pos + 4 + (Py_ssize_t)total;
-        if (end > len)
+        uint32_t word, hlen;
+        Py_ssize_t end;
+        int32_t bad_total;
+        uint32_t bad_word;
+        int found = lane_next_frame(buf, len, pos, max_len, &word, &hlen, &end, &bad_total, &bad_word);
+        if (found < 0 && (bad = Py_BuildValue("(iI)", bad_total, bad_word)) == NULL)
+            goto fail;
+        if (found <= 0)
             break;
         Py_ssize_t body_start = pos + 8 + (Py_ssize_t)hlen;
         PyObject *body = PyBytes_FromStringAndSize((const char *)buf + body_start, end - body_start);
