@@ -106,14 +106,14 @@ class SendMessageCore:
                     run_at.append(i)
                     continue
                 if run:
-                    self._put_run(requests, run_at, run, out)
+                    self._put_run(run_at, run, out)
                     run_at, run = [], []
                 out[i] = self._put_batch(request) if request.header.batch else \
                     self._put_one(request, self.inner.full(request))
             except Exception as exc:  # noqa: BLE001 - answered as `send` failing would be
                 out[i] = exc
         if run:
-            self._put_run(requests, run_at, run, out)
+            self._put_run(run_at, run, out)
         return out
 
     def put_plain(self, msgs: list[MessageExtBrokerInner]) -> tuple[PutMessageResult, list[SendMessageResponse] | None]:
@@ -151,19 +151,16 @@ class SendMessageCore:
         return self.handle_put_message_result(self.broker.store.put_messages(msgs), (request.queue_id,), msgs, began,
                                               True)[0]
 
-    def _put_run(self, requests: Sequence[SendMessageRequest], run_at: list[int], run: list[MessageExtBrokerInner],
+    def _put_run(self, run_at: list[int], run: list[MessageExtBrokerInner],
                  out: list[SendMessageResponse | Exception | None]) -> None:
-        if len(run) == 1:
-            out[run_at[0]] = self._put_one(requests[run_at[0]], run[0])
-            return
-        began = perf_counter_ns()
-        result = self.broker.store.put_message_run(run)
-        if result.phy_offsets is None:  # nothing written: one by one, each its own status
-            for i, msg in zip(run_at, run):
-                out[i] = self._put_one(requests[i], msg)
-            return
-        answers = self.handle_put_message_result(result, [requests[i].queue_id for i in run_at], run, began, False)
-        for i, answer in zip(run_at, answers):
+        """The plain messages of a run, stored as the read lane's are (`put_plain`; each message's queue id is its
+        request's)."""
+        result, responses = self.put_plain(run)
+        if responses is None:  # all stored with SUCCESS
+            code, remark = PUT_STATUS_RESPONSES[PUT_OK]
+            responses = [SendMessageResponse(code, remark, msg_id, m.queue_id, qo)
+                         for m, msg_id, qo in zip(run, result.msg_ids, result.queue_offsets or ())]
+        for i, answer in zip(run_at, responses):
             out[i] = answer
 
     # -- msgCheck ------------------------------------------------------------------------------------
