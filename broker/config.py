@@ -24,7 +24,7 @@ import logging
 import socket
 from dataclasses import dataclass, field
 
-from rocketmq_emulator.protocol.topics import topic_problem
+from rocketmq_emulator.protocol.topics import name_problem
 from rocketmq_emulator.store.config import MessageStoreConfig
 
 log = logging.getLogger("rocketmq_emulator.config")
@@ -240,9 +240,9 @@ def parse_topic_list(text: str) -> list[tuple[str, int]]:
             continue
         name, sep, count = item.partition(":")
         name = name.strip()
-        problem = topic_problem(name)
+        problem = name_problem("topic", name)
         if problem is not None:
-            raise ValueError(f"topic {item!r}: {problem} Use NAME or NAME:QUEUES")
+            raise ValueError(f"{problem} (use NAME or NAME:QUEUES)")
         queues = 8
         if sep:
             try:
@@ -261,8 +261,9 @@ def parse_group_list(text: str) -> list[str]:
     for g in (g.strip() for g in text.split(",")):
         if not g:
             continue
-        if topic_problem(g) is not None:
-            raise ValueError(f"group {g!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        problem = name_problem("group", g)
+        if problem is not None:
+            raise ValueError(problem)
         out.append(g)
     return out
 

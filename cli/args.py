@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 #: exit status of a usage error (argparse's), of a failed command, and of an interrupted one
 EXIT_USAGE, EXIT_FAILURE = 2, 1
@@ -34,9 +34,19 @@ class OneLineParser(argparse.ArgumentParser):
 
     #: set by the program before parsing: the command line being parsed (for `--json`)
     argv: list[str] = []
+    #: the innermost (sub)command parser that has parsed so far: argparse reports arguments no subcommand knows
+    #: from the top parser, and the message then names that subcommand, not the program alone
+    innermost: "OneLineParser | None" = None
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        OneLineParser.innermost = self  # a subcommand's parser runs inside its parent's, so the last one wins
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        report_error(f"{self.prog}: {message} (see {self.prog} -h)", "USAGE", as_json=wants_json(self.argv))
+        parser = self
+        if message.startswith("unrecognized arguments") and OneLineParser.innermost is not None:
+            parser = OneLineParser.innermost
+        report_error(f"{parser.prog}: {message} (see {parser.prog} -h)", "USAGE", as_json=wants_json(self.argv))
         sys.exit(EXIT_USAGE)
 
 

@@ -19,6 +19,7 @@ import re
 import time
 
 from rocketmq_emulator.client.config import DEFAULT_NAMESRV
+from rocketmq_emulator.protocol.topics import name_problem
 
 from .args import EXIT_FAILURE, EXIT_USAGE, int_range, namesrv_list, report_error
 
@@ -100,9 +101,24 @@ def run(args: argparse.Namespace, started: float | None = None) -> int:
         report_error("rocketmq-emulator seed: give either --messages N (generate) or --from PATH (a file)",
                      "USAGE", as_json=args.json)
         return EXIT_USAGE
-    if args.source is not None and "://" not in args.source and not os.path.exists(args.source):
-        report_error(f"--from {args.source}: no such file or directory", "USAGE", as_json=args.json)
+    problem = name_problem("topic", args.topic)
+    if problem is not None:
+        report_error(problem, "USAGE", as_json=args.json)
         return EXIT_USAGE
+    if args.source is not None and "://" not in args.source:
+        if not os.path.exists(args.source):
+            report_error(f"--from {args.source}: no such file or directory", "USAGE", as_json=args.json)
+            return EXIT_USAGE
+        from rocketmq_emulator.spark_tools.source_check import SourceProblem, check_source
+        try:
+            check_source(args.source)  # before Spark starts: its start-up takes most of a minute on small machines
+        except SourceProblem as exc:
+            report_error(f"--from {exc}", "USAGE", as_json=args.json)
+            return EXIT_USAGE
+        except OSError as exc:
+            report_error(f"--from {args.source}: cannot read it ({exc.strerror or exc})", "USAGE",
+                         as_json=args.json)
+            return EXIT_USAGE
     from rocketmq_emulator.spark_tools.seed_job import SeedJobError, run_seed_job
     try:
         outcome = run_seed_job(args.namesrv, args.topic, messages=args.messages, source=args.source,

@@ -32,7 +32,7 @@ from rocketmq_emulator.protocol.topics import (BROADCAST_OFFSET_SUFFIX, RETRY_GR
 from .lifecycle import InstanceUser
 from . import route as routing
 from .config import ClientConfig, local_ip, validate_name, validate_topic
-from .errors import (BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError,
+from .errors import (NAMESRV, BrokerResponseError, ConsumerNotOnlineError, InvalidArgumentError,
                      NoRouteError, response_error)
 from .instance import ClientInstance, request
 from .message import ReceivedMessage, decode_received
@@ -101,7 +101,7 @@ class Admin(InstanceUser):
     async def _namesrv(self, code: int, ext: dict[str, str] | None = None, *, operation: str) -> Any:
         response = await self.instance.invoke_namesrv(request(code, ext))
         if response.code != ResponseCode.SUCCESS:
-            raise response_error(response.code, response.remark, operation=operation, addr="name server")
+            raise response_error(response.code, response.remark, operation=operation, addr=NAMESRV)
         return response
 
     # -- cluster ------------------------------------------------------------------------------------

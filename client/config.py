@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rocketmq_emulator.protocol.topics import NAME_CHARACTERS
+
 from .errors import InvalidArgumentError
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -88,13 +90,13 @@ class ConsumerSettings:
 
 def validate_name(kind: str, name: str) -> str:
     if not isinstance(name, str) or not name or not _VALID_NAME.match(name) or len(name) > 255:
-        raise InvalidArgumentError(f"{kind} {name!r} is invalid: use 1-255 characters of [%|a-zA-Z0-9_-]")
+        raise InvalidArgumentError(f"{kind} {name!r} is invalid: use 1 to 255 of {NAME_CHARACTERS}")
     return name
 
 
 def validate_topic(topic: str) -> str:
     if not isinstance(topic, str) or not topic or not _VALID_NAME.match(topic):
-        raise InvalidArgumentError(f"topic {topic!r} is invalid: use characters of [%|a-zA-Z0-9_-]")
+        raise InvalidArgumentError(f"topic {topic!r} is invalid: use {NAME_CHARACTERS}")
     if len(topic) > 127:
         raise InvalidArgumentError(f"topic {topic[:20]!r}... is longer than 127 characters")
     return topic

@@ -19,15 +19,18 @@ from rocketmq_emulator.protocol.errors import BrokerError, RocketMQError
 __all__ = ["ClientError", "NoRouteError", "BrokerUnreachableError", "RequestTimeoutError", "BrokerResponseError",
            "ConsumerNotOnlineError", "ClientStateError", "InvalidArgumentError", "RETRIABLE_SEND_CODES"]
 
+#: the address BrokerResponseError is given for an answer of the name server (the hints then name it, not "the broker")
+NAMESRV = "name server"
+
 #: response codes after which a synchronous send tries again on another queue/broker (Java's list, §5.1)
 RETRIABLE_SEND_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
                                   ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
                                   ResponseCode.NOT_IN_CURRENT_UNIT})
 
 _HINTS: dict[int, str] = {
-    ResponseCode.SYSTEM_ERROR: "the broker refused the request",  # its remark, just before, says why
-    ResponseCode.SYSTEM_BUSY: "the broker is overloaded; retry later or slow down",
-    ResponseCode.REQUEST_CODE_NOT_SUPPORTED: "this broker version does not implement the request",
+    ResponseCode.SYSTEM_ERROR: "{server} refused the request",  # its remark, just before, says why
+    ResponseCode.SYSTEM_BUSY: "{server} is overloaded; retry later or slow down",
+    ResponseCode.REQUEST_CODE_NOT_SUPPORTED: "{server} (this version) does not implement the request",
     ResponseCode.MESSAGE_ILLEGAL: "the message is too large or its properties are invalid; shrink it",
     ResponseCode.SERVICE_NOT_AVAILABLE: "the broker cannot store messages now (stopping, slave, or disk full)",
     ResponseCode.NO_PERMISSION: "the topic's or broker's perm, or the broker's access control, forbids this",
@@ -62,6 +65,7 @@ class BrokerUnreachableError(ClientError, ConnectionError):
 
     def __init__(self, addr: str, detail: str) -> None:
         self.addr = addr
+        self.detail = detail  #: what happened, without the address and the advice
         super().__init__(f"{addr}: {detail}; check that the server runs and that its advertised address is "
                          f"reachable from this host")
 
@@ -86,14 +90,14 @@ class BrokerResponseError(ClientError, BrokerError):
         self.addr = addr
         head = f"{operation} failed" if operation else "request failed"
         if addr:
-            head += f" at {addr}"
+            head += " at the name server" if addr == NAMESRV else f" at {addr}"
         name = getattr(self.code, "name", str(code))
         text = f"{head}: {name} ({int(code)})"
         if self.remark:
             text += f": {self.remark.strip()}"
         hint = _HINTS.get(int(code))
         if hint:
-            text += f" ({hint})"
+            text += f" ({hint.format(server='the name server' if addr == NAMESRV else 'the broker')})"
         self.args = (text,)
 
     def __str__(self) -> str:

@@ -14,13 +14,20 @@ from dataclasses import dataclass
 
 from .admin import Admin
 from .config import ClientConfig
-from .errors import ClientError
+from .errors import BrokerUnreachableError, ClientError
 
 
 @dataclass
 class HealthReport:
     healthy: bool
     line: str
+
+
+def _why(exc: BaseException) -> str:
+    """Why a server did not answer, without repeating its address (the line names it already)."""
+    if isinstance(exc, BrokerUnreachableError):
+        return exc.detail
+    return str(exc) or "timed out"
 
 
 async def check_health(namesrv: str, brokers: list[str] | None = None, timeout: float = 3.0) -> HealthReport:
@@ -30,8 +37,7 @@ async def check_health(namesrv: str, brokers: list[str] | None = None, timeout: 
         try:
             info = await asyncio.wait_for(admin.cluster_info(), timeout * 2)
         except (ClientError, asyncio.TimeoutError) as exc:
-            return HealthReport(False, f"unhealthy: the name server {namesrv} does not answer: "
-                                       f"{exc or 'timed out'}")
+            return HealthReport(False, f"unhealthy: the name server {namesrv} does not answer: {_why(exc)}")
         listed = [(name, bid, addr) for name, bd in sorted(info.broker_addr_table.items())
                   for bid, addr in sorted(bd.broker_addrs.items())]
         if not listed:
@@ -42,6 +48,6 @@ async def check_health(namesrv: str, brokers: list[str] | None = None, timeout: 
             try:
                 await asyncio.wait_for(admin.broker_runtime_info(addr), timeout * 2)
             except (ClientError, asyncio.TimeoutError) as exc:
-                return HealthReport(False, f"unhealthy: {what} does not answer: {exc or 'timed out'}")
+                return HealthReport(False, f"unhealthy: {what} does not answer: {_why(exc)}")
     names = ", ".join(what for what, _ in targets)
     return HealthReport(True, f"healthy: name server {namesrv}, {names}")

@@ -24,7 +24,7 @@ from rocketmq_emulator.protocol.transport import PeriodicTasks
 from . import route as routing
 from .api import BrokerAPI, request
 from .config import LANGUAGE, ClientConfig
-from .errors import (BrokerUnreachableError, ClientError, ClientStateError, NoRouteError,
+from .errors import (NAMESRV, BrokerUnreachableError, ClientError, ClientStateError, NoRouteError,
                      RequestTimeoutError, response_error)
 from .message import set_unique_id_ip
 from .remoting import RemotingClient
@@ -188,7 +188,8 @@ class ClientInstance:
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             raise NoRouteError(topic)
         if response.code != ResponseCode.SUCCESS:
-            raise response_error(response.code, response.remark, operation=f"route lookup of {topic!r}")
+            raise response_error(response.code, response.remark, operation=f"route lookup of {topic!r}",
+                                 addr=NAMESRV)
         route = TopicRouteData.decode(response.body)
         self._remember_route(topic, route)
         return route

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 
 from rocketmq_emulator.protocol import RemotingCommand
@@ -39,6 +40,12 @@ class _AddressState:
         self.failures = 0
         self.next_attempt = 0.0
         self.last_error = ""
+
+
+def _os_reason(exc: OSError) -> str:
+    """The system's words for a failed connect ("Connection refused"), not asyncio's text, which repeats the
+    address the message already names."""
+    return os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
 
 
 class RemotingClient:
@@ -116,7 +123,7 @@ class RemotingClient:
             raise BrokerUnreachableError(addr, f"connection attempt timed out after {self.connect_timeout:g} s") \
                 from None
         except (OSError, ValueError, OverflowError) as exc:  # OverflowError: a port past 65535 in route data
-            raise BrokerUnreachableError(addr, f"cannot connect ({exc.strerror or exc})"
+            raise BrokerUnreachableError(addr, f"cannot connect ({_os_reason(exc)})"
                                          if isinstance(exc, OSError) else f"bad address ({exc})") from None
         log.debug("connected to %s", addr)
         return conn

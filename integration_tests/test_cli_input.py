@@ -105,7 +105,8 @@ def test_no_server_is_one_line_and_status_1(json_out):
     if json_out:
         assert json.loads(line)["code"] == "BrokerUnreachableError"
     else:
-        assert line.startswith("error: 127.0.0.1:1: cannot connect")
+        assert line.startswith("error: 127.0.0.1:1: cannot connect (Connection refused)")
+        assert line.count("127.0.0.1") == 1, line  # asyncio's "Connect call failed ('127.0.0.1', 1)" repeated it
 
 
 def test_delete_of_an_unknown_topic_says_so(emulator):
@@ -258,7 +259,7 @@ def test_health_of_a_missing_name_server_is_one_line_and_status_1(json_out):
     if json_out:
         assert json.loads(line)["healthy"] is False
     else:
-        assert line.startswith("unhealthy: the name server 127.0.0.1:1 does not answer")
+        assert line == "unhealthy: the name server 127.0.0.1:1 does not answer: cannot connect (Connection refused)"
 
 
 def test_health_names_the_broker_that_is_down(emulator):
@@ -296,3 +297,35 @@ def test_ctrl_c_during_produce_says_how_many_were_sent(emulator):
     printed = seen + len(rest.splitlines())
     assert proc.returncode == 130, err
     assert f"interrupted: {printed} of 1000000 message(s) sent" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("args, prog", [
+    (["produce", "-t", "T", "-b", "x"], "rocketmq-emulator produce"),
+    (["admin", "topicList", "--cluster", "c"], "rocketmq-emulator admin topicList"),
+    (["consume", "-t", "T", "extra"], "rocketmq-emulator consume"),
+], ids=["produce", "admin topicList", "consume"])
+def test_an_unknown_argument_names_the_subcommand(args, prog):
+    """argparse reports arguments no subcommand knows from the top parser; the line names the subcommand the user
+    typed and points to its help."""
+    proc = run(*args)
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {prog}: unrecognized arguments: ") and line.endswith(f"(see {prog} -h)"), line
+
+
+@pytest.mark.parametrize("args", [["admin", "updateTopic", "-t", "bad topic"], ["produce", "-t", "bad topic", "-m", "x"],
+                                  ["serve", "--group", "g/1"], ["serve", "--topic", "bad topic"]],
+                         ids=["updateTopic", "produce", "serve --group", "serve --topic"])
+def test_a_bad_name_is_explained_in_words_not_a_regex(args):
+    proc = run(*args, "-n", "127.0.0.1:1") if args[0] != "serve" else run(*args)
+    [line] = proc.stderr.strip().splitlines()
+    assert "letters, digits and the characters % | _ -" in line, line
+    assert "a-zA-Z" not in line and "^" not in line, line
+
+
+def test_a_refusal_by_the_name_server_is_not_blamed_on_the_broker(emulator):
+    proc = run("admin", "stopBroker", "-n", emulator.namesrv_addr, "-b", "nosuch")
+    assert proc.returncode == 1
+    [line] = proc.stderr.strip().splitlines()
+    assert line == ("error: stop broker nosuch failed at the name server: SYSTEM_ERROR (1): no broker named 'nosuch' "
+                    "in this emulator (it has broker-a) (the name server refused the request)"), line

@@ -162,3 +162,47 @@ def test_progress_rewrites_one_line_on_a_terminal(broker):
     assert text.endswith(": done\x1b[K\n"), text
     assert text.count("\n") == 1 and text.count("\r") >= 3, text  # rewritten in place, one newline at the end
     assert "\rseed OnATerminal: 10 / 10 messages (100.0%) after " in text, text
+
+
+@pytest.mark.parametrize("args, name, content, expected", [
+    (("-t", "Bad Topic", "--messages", "5"), None, None,
+     "error: topic 'Bad Topic' is invalid: use letters, digits and the characters % | _ -"),
+    (("-t", "T",), "rows.csv", "id,text\n1,hello\n",
+     "error: --from {path}: no body column (it has: id, text); every row needs a body (optional columns: "
+     "bornTimestamp, keys, properties, queueId, tags, topic)"),
+    (("-t", "T",), "rows.jsonl", '{"body": "a"}\n{"body": "b", "price": 3}\n',
+     "error: --from {path}: unknown column(s) price: seed takes body and bornTimestamp, keys, properties, queueId, "
+     "tags, topic (rename or drop the others)"),
+    (("-t", "T",), "rows.jsonl", '{"body": "a"}\n[1, 2]\n',
+     "error: --from {path}, line 2: a JSON list, not an object (seed reads one JSON object per line)"),
+    (("-t", "T",), "rows.txt", "body\n",
+     "error: --from {path}: seed from a .parquet, .json/.jsonl or .csv file (or a Parquet directory)"),
+    (("-t", "T",), "rows.parquet", "not parquet",
+     "error: --from {path}: not a readable Parquet file"),
+], ids=["bad topic", "csv without body", "json with an unknown column", "json not an object", "unknown kind",
+        "not parquet"])
+def test_a_bad_topic_or_file_fails_before_spark_starts(tmp_path, args, name, content, expected):
+    """What can be known from the command line and the file's header is checked before Spark (whose start-up takes
+    most of a minute here); no name server is needed to say it."""
+    extra: tuple[str, ...] = ()
+    if name is not None:
+        path = tmp_path / name
+        path.write_text(content)
+        extra = ("--from", str(path))
+        expected = expected.format(path=path)
+    rc, out, err, spark_modules, _ = _seed_without_spark(tmp_path, "-n", "127.0.0.1:1", *args, *extra)
+    assert rc == 2 and out == "" and spark_modules == [], (rc, out, err, spark_modules)
+    [line] = err.strip().splitlines()
+    assert line.startswith(expected), line
+
+
+def test_a_parquet_file_with_a_body_passes_the_checks_before_spark(tmp_path):
+    """The other side of the checks: a good Parquet file is not refused (the run then stops at the missing name
+    server, still before Spark)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"body": ["a", "b"], "tags": ["x", "y"]}), path)
+    rc, out, err, spark_modules, _ = _seed_without_spark(tmp_path, "-n", "127.0.0.1:1", "-t", "T", "--from", str(path))
+    assert rc == 1 and spark_modules == [], (rc, err)
+    assert err.startswith("error: name server 127.0.0.1:1 is unreachable"), err

@@ -107,6 +107,22 @@ def is_valid_name(name: str) -> bool:
     return bool(name) and _VALID_NAME.match(name) is not None
 
 
+#: what a topic or group name may hold, in words for people (the Java broker's answers name its pattern instead)
+NAME_CHARACTERS = "letters, digits and the characters % | _ -"
+
+
+def name_problem(kind: str, name: str) -> str | None:
+    """Why a topic or group name (`kind`) given on a command line or in a file is refused, in plain words (no
+    pattern), or None when it is fine."""
+    if not name or not name.strip():
+        return f"a {kind} name cannot be blank"
+    if not _VALID_NAME.match(name):
+        return f"{kind} {name!r} is invalid: use {NAME_CHARACTERS}"
+    if len(name) > TOPIC_MAX_LENGTH:
+        return f"{kind} {name[:20]!r}... is longer than {TOPIC_MAX_LENGTH} characters"
+    return None
+
+
 def topic_problem(topic: str) -> str | None:
     """Why a topic name is refused (in the Java broker's words), or None when it is fine."""
     if not topic or not topic.strip():

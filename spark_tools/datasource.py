@@ -37,12 +37,13 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from .source_check import WRITE_COLUMNS
+
 log = logging.getLogger("rocketmq_emulator.spark")
 
 READ_SCHEMA = ("topic string, queueId int, queueOffset long, body binary, tags string, keys string, "
                "properties map<string,string>, bornTimestamp timestamp, storeTimestamp timestamp, msgId string, "
                "brokerName string")
-WRITE_COLUMNS = {"body", "topic", "tags", "keys", "properties", "queueId", "bornTimestamp"}
 EARLIEST, LATEST = -2, -1
 
 

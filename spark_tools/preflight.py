@@ -56,9 +56,7 @@ async def _check(namesrv: str, topic: str, queues: int | None) -> SeedTarget:
         try:
             info = await admin.cluster_info()
         except ClientError as exc:
-            detail = _one_line(exc)
-            if isinstance(exc, BrokerUnreachableError) and detail.startswith(f"{exc.addr}: "):
-                detail = detail[len(exc.addr) + 2:]
+            detail = exc.detail if isinstance(exc, BrokerUnreachableError) else _one_line(exc)
             raise PreflightError(f"name server {namesrv} is unreachable: {detail}") from None
         if not any(bd.broker_addrs for bd in info.broker_addr_table.values()):
             raise PreflightError(f"the name server {namesrv} lists no broker: start one (rocketmq-emulator serve)")

@@ -22,12 +22,12 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from .datasource import RocketMQDataSource
+from .source_check import SourceProblem, source_kind
 
 
 class SeedError(Exception):
@@ -144,14 +144,15 @@ def generate(spark: SparkSession, messages: int, *, body_size: int | tuple[int, 
 
 def read_file(spark: SparkSession, path: str) -> DataFrame:
     """A Parquet, JSON (lines) or CSV (with a header) file or directory, by its extension."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".parquet" or (Path(path).is_dir() and any(Path(path).glob("*.parquet"))):
+    try:
+        kind = source_kind(path)
+    except SourceProblem as exc:
+        raise SeedError(str(exc)) from None
+    if kind == "parquet":
         return spark.read.parquet(path)
-    if suffix in (".json", ".jsonl", ".ndjson"):
+    if kind == "json":
         return spark.read.json(path)
-    if suffix == ".csv":
-        return spark.read.option("header", "true").csv(path)
-    raise SeedError(f"{path}: seed from a .parquet, .json/.jsonl or .csv file (or a Parquet directory)")
+    return spark.read.option("header", "true").csv(path)
 
 
 # -- seeding and reading ----------------------------------------------------------------------------
