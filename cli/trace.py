@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from rocketmq_emulator.protocol.trace import TraceFilter, format_text, read_trace
+    from rocketmq_emulator.protocol.trace import NotATraceError, TraceFilter, format_text, read_trace
     trace_filter = TraceFilter(args.codes, args.group, args.topic)
     try:
         stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8", errors="replace")
@@ -52,4 +52,10 @@ def run(args: argparse.Namespace) -> int:
                     print(json.dumps(rec, ensure_ascii=False) if args.json else format_text(rec))
     except BrokenPipeError:  # `| head`
         sys.stderr.close()
+    except NotATraceError as exc:
+        report_error(f"{args.file}: {exc}", "TRACE", as_json=False)
+        return EXIT_FAILURE
+    except UnicodeDecodeError as exc:  # standard input (a file is read with errors="replace")
+        report_error(f"{args.file}: not text ({exc.reason})", "TRACE", as_json=False)
+        return EXIT_FAILURE
     return 0

@@ -166,3 +166,18 @@ def test_the_trace_command_filters_text_and_json_traces_by_the_live_rule(emulato
             "answer to PULL_MESSAGE: SUCCESS(0)"], (fmt, by_topic)
         assert "b=FB" in by_topic[0] and "topic=FB" in by_topic[2] and "queue_offsets=[0, 0]" in by_topic[3]
         assert len(printed()) == len(trace.read_text().splitlines())  # no filter: every line
+
+
+def test_trace_refuses_a_file_that_is_not_a_trace(tmp_path):
+    """`trace` of a file `serve --trace` did not write (a config, a log) is one line and exit status 1, not the
+    file printed back as if it were a trace."""
+    other = tmp_path / "broker.conf"
+    other.write_text("brokerName=b\nlistenPort=10911\n")
+    proc = subprocess.run([*COMMAND, "trace", str(other)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"error: {other}: line 1 is not a line of a wire trace (serve --trace FILE writes one): "
+                           f"'brokerName=b'\n")
+    comments_only = tmp_path / "empty.trace"
+    comments_only.write_text("# trace: 3 lines dropped (the renderer could not keep up)\n\n")
+    proc = subprocess.run([*COMMAND, "trace", str(comments_only)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("# trace: 3 lines dropped"), proc.stderr

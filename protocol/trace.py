@@ -264,14 +264,20 @@ def _printable(value: Any) -> str:
     return text.replace("\x01", "=").replace("\x02", ";")
 
 
+class NotATraceError(ValueError):
+    """A file given as a saved trace is not one."""
+
+
 def read_trace(lines: Iterable[str], trace_filter: TraceFilter) -> Iterable[dict[str, Any] | str]:
     """The records of a saved trace that pass the filter, by the live trace's rule (`choose()`): a request when
     the filter chooses it, an answer when its request was chosen (matched by connection, direction and opaque).
     JSON lines come as dicts; a text trace's lines as strings, parsed the same way (`parse_text_line`).
-    Comments pass; other lines pass only when the filter chooses everything."""
+    Comments pass; other lines pass only when the filter chooses everything. NotATraceError when the first line
+    that is not blank or a comment is no trace record (the file is something else)."""
     everything = trace_filter.codes is None and trace_filter.group is None and trace_filter.topic is None
     connections: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for line in lines:
+    first = True
+    for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if not line:
             continue
@@ -291,6 +297,10 @@ def read_trace(lines: Iterable[str], trace_filter: TraceFilter) -> Iterable[dict
             continue
         if rec is None:
             rec = parse_text_line(line)
+        if first and rec is None:
+            raise NotATraceError(f"line {number} is not a line of a wire trace (serve --trace FILE writes one): "
+                                 f"{line[:60]!r}")
+        first = False
         if rec is None:
             if everything:
                 yield line
