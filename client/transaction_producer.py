@@ -22,6 +22,8 @@ import asyncio
 import enum
 import inspect
 import logging
+import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
@@ -61,6 +63,8 @@ class TransactionSendResult:
 
     send_result: SendResult
     local_transaction_state: LocalTransactionState
+    #: what `execute_local_transaction` raised (the state is then UNKNOW and the broker's check-back decides)
+    local_transaction_error: Exception | None = None
 
     @property
     def msg_id(self) -> str:
@@ -80,6 +84,26 @@ async def _state_of(outcome: StateResult, what: str) -> LocalTransactionState:
         log.warning("%s returned %r, not a LocalTransactionState: counted as UNKNOW", what, outcome)
         return LocalTransactionState.UNKNOW
     return outcome
+
+
+def _logging_configured(logger: logging.Logger) -> bool:
+    """Whether a record of `logger` reaches a handler that prints it (the client's NullHandler does not)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
+
+
+def _log_raised(message: str) -> None:
+    """A user's callback raised: logged with its traceback, and on stderr when the application has set up no
+    logging (the client's NullHandler would otherwise swallow it and the UNKNOW would pass unexplained)."""
+    log.error(message, exc_info=True)
+    if not _logging_configured(log):
+        sys.stderr.write(f"rocketmq_emulator.client: {message}\n{traceback.format_exc()}")
 
 
 class TransactionProducer(Producer):
@@ -116,17 +140,18 @@ class TransactionProducer(Producer):
         msg.properties[PROPERTY_TRANSACTION_PREPARED] = "true"
         msg.properties[PROPERTY_PRODUCER_GROUP] = self.group
         result = await self.send_message(msg, timeout=timeout)  # TRAN_MSG: sent with the prepared sys flag
+        error: Exception | None = None
         if result.status is SendStatus.SEND_OK:
             try:
                 state = await _state_of(execute_local_transaction(msg, arg), "execute_local_transaction")
-            except Exception:  # noqa: BLE001 - the local transaction's failure: UNKNOW, as in Java
-                log.exception("%s: the local transaction of message %s raised: left to the broker's check-back",
-                              self.group, result.msg_id)
-                state = LocalTransactionState.UNKNOW
+            except Exception as exc:  # noqa: BLE001 - the local transaction's failure: UNKNOW, as in Java
+                _log_raised(f"{self.group}: the local transaction of message {result.msg_id} raised {exc!r}: "
+                            f"state UNKNOW, left to the broker's check-back")
+                state, error = LocalTransactionState.UNKNOW, exc
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         await self._end_transaction(result, state)
-        return TransactionSendResult(result, state)
+        return TransactionSendResult(result, state, error)
 
     async def _end_transaction(self, result: SendResult, state: LocalTransactionState) -> None:
         """END_TRANSACTION, oneway, to the broker that stored the half message."""
@@ -156,8 +181,8 @@ class TransactionProducer(Producer):
         else:
             try:
                 state = await _state_of(self.check_local_transaction(msg), "check_local_transaction")
-            except Exception:  # noqa: BLE001 - answered UNKNOW: the broker asks again
-                log.exception("%s: check_local_transaction of %s raised: answered UNKNOW", self.group, h.msg_id)
+            except Exception as exc:  # noqa: BLE001 - answered UNKNOW: the broker asks again
+                _log_raised(f"{self.group}: check_local_transaction of {h.msg_id} raised {exc!r}: answered UNKNOW")
         unique = msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
         header = EndTransactionRequestHeader(
             producer_group=self.group, tran_state_table_offset=h.tran_state_table_offset,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -73,6 +75,36 @@ def test_commit_rollback_and_check_backs_with_the_project_client(emu):
     assert first == [("tx-0", results["tx-0"].msg_id)]  # consumable at once, with the send result's msg id
     assert later == sorted([("tx-0", results["tx-0"].msg_id), ("tx-2", results["tx-2"].msg_id),
                             ("tx-4", results["tx-4"].msg_id)])
+
+
+_RAISING_LOCAL_TRANSACTION = """
+import asyncio, sys
+from rocketmq_emulator.client import Message, TransactionProducer
+
+def local(msg, arg):
+    raise RuntimeError("the order table is locked")
+
+async def main():
+    async with TransactionProducer("tx-raise", namesrv=sys.argv[1]) as producer:
+        result = await producer.send_message_in_transaction(Message("Orders", "tx-r"), local)
+    print(result.local_transaction_state.name, repr(result.local_transaction_error))
+
+asyncio.run(main())
+"""
+
+
+def test_a_raising_local_transaction_is_seen_without_logging_set_up(emu):
+    """A program that set up no logging (the client's logger has only a NullHandler) still sees on stderr that its
+    local transaction raised, with the traceback, and the result carries the exception next to UNKNOW."""
+    proc = subprocess.run([sys.executable, "-c", _RAISING_LOCAL_TRANSACTION, emu.namesrv_addr],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "UNKNOW RuntimeError('the order table is locked')\n"
+    assert "tx-raise: the local transaction of message " in proc.stderr, proc.stderr
+    assert "raised RuntimeError('the order table is locked'): state UNKNOW, left to the broker's check-back" \
+        in proc.stderr
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "in local\nRuntimeError: the order table is locked\n" in proc.stderr, proc.stderr
 
 
 def test_a_check_back_reaches_a_producer_that_restarted(emu):
