@@ -15,6 +15,9 @@ SUB_ALL = "*"
 
 def build_subscription(topic: str, expression: str | None = SUB_ALL, expression_type: str = "TAG",
                        sub_version: int | None = None) -> SubscriptionData:
+    if expression_type == "SQL92" and not (expression or "").strip():  # as Java's FilterAPI.build
+        raise InvalidArgumentError("a SQL92 expression cannot be empty (to take every message, subscribe with the "
+                                   "tag expression '*')")
     expression = (expression or SUB_ALL).strip() or SUB_ALL
     tags: list[str] = []
     if expression_type == "TAG":

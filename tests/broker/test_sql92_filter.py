@@ -43,9 +43,12 @@ def test_evaluation(expression, expected):
 
 @pytest.mark.parametrize("expression, message", [
     ("", "empty"),
-    ("a >", "unexpected the end of the expression at column 3"),
+    ("a >", "the expression ends too soon (after column 3)"),
+    ("*", "unexpected character '*' at column 1"),
+    ("a = 'eu", "the string that starts at column 5 is not closed (add a ')"),
+    ("a > 1\n  AND", "the expression ends too soon (after line 2, column 5)"),
     ("a == 1", "unexpected '=' at column 4"),
-    ("a > 5 AND", "unexpected the end of the expression at column 9"),
+    ("a > 5 AND", "the expression ends too soon (after column 9)"),
     ("a NOT 5", "unexpected 'NOT' at column 3"),
     ("a IN (1, 2)", "unexpected '1' at column 7"),
     ("a # 1", "unexpected character '#' at column 3"),

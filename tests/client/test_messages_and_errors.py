@@ -104,3 +104,13 @@ def test_batch_columns_encode_like_messages():
         encode_batch_columns(["x"], properties=[{"TAGS": "no"}])
     with pytest.raises(InvalidArgumentError, match="empty"):
         encode_batch_columns([""])
+
+
+def test_an_empty_sql92_expression_is_refused_by_the_client():
+    """As Java's FilterAPI.build: an empty SQL92 expression is the caller's mistake; it is not sent as '*' (which
+    the broker would then refuse naming a '*' the user never wrote)."""
+    from rocketmq_emulator.client.subscription import build_subscription
+    for empty in ("", "  ", None):
+        with pytest.raises(InvalidArgumentError, match="a SQL92 expression cannot be empty"):
+            build_subscription("T", empty, "SQL92")
+    assert build_subscription("T", "", "TAG").sub_string == "*"

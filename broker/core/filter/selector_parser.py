@@ -55,10 +55,26 @@ class SelectorSyntaxError(ValueError):
 
 
 class _Token:
-    __slots__ = ("kind", "image", "line", "column")
+    """`line`, `column`: JavaCC's count (for the Java text); `start`: the index in the expression (for people)."""
 
-    def __init__(self, kind: int, image: str, line: int, column: int) -> None:
-        self.kind, self.image, self.line, self.column = kind, image, line, column
+    __slots__ = ("kind", "image", "line", "column", "start")
+
+    def __init__(self, kind: int, image: str, line: int, column: int, start: int) -> None:
+        self.kind, self.image, self.line, self.column, self.start = kind, image, line, column, start
+
+
+def _where(text: str, index: int) -> str:
+    """`column N` (1-based, a tab counting one) of text[index], with the line when the expression has several."""
+    line_start = text.rfind("\n", 0, index) + 1
+    column = f"column {index - line_start + 1}"
+    return column if "\n" not in text.rstrip() else f"line {text.count(chr(10), 0, index) + 1}, {column}"
+
+
+def _ends_early(text: str) -> str:
+    """The people's words for an expression that stops where more was expected."""
+    body = text.rstrip()
+    return f"the expression ends too soon (after {_where(text, len(body) - 1)})" if body else \
+        "the expression is empty"
 
 
 def _escape(text: str) -> str:
@@ -121,13 +137,19 @@ def _lexical_error(text: str, start: int, pos: list[tuple[int, int]]) -> Selecto
         else:
             column += 1
         after = text[start:fail + 1] if read > 1 else ""
-        seen, where = "<EOF> ", "the end of the expression"
+        seen = "<EOF> "
     else:
         after = text[start:fail] if read > 1 else ""
-        seen, where = f'"{_escape(text[fail])}" ({ord(text[fail])}), ', f"character {text[fail]!r}"
+        seen = f'"{_escape(text[fail])}" ({ord(text[fail])}), '
     java = (f"org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line {line}, column {column}.  "
             f'Encountered: {seen}after : "{_escape(after)}"')
-    return SelectorSyntaxError(f"unexpected {where} at column {column}", java)
+    if ch == "'" and hit_end:
+        people = f"the string that starts at {_where(text, start)} is not closed (add a ')"
+    elif ch == "/" and hit_end:
+        people = f"the comment that starts at {_where(text, start)} is not closed (add */)"
+    else:
+        people = f"unexpected character {ch!r} at {_where(text, start)}"
+    return SelectorSyntaxError(people, java)
 
 
 def tokenize(text: str) -> list[_Token]:
@@ -150,10 +172,10 @@ def tokenize(text: str) -> list[_Token]:
             elif kind == EQ:
                 kind = _PUNCT[image]
             line, column = pos[i]
-            tokens.append(_Token(kind, image, line, column))
+            tokens.append(_Token(kind, image, line, column, i))
         i = best_end
     line, column = pos[-1] if pos else (0, 0)  # JavaCC's EOF token sits on the last character read
-    tokens.append(_Token(EOF, "", line, column))
+    tokens.append(_Token(EOF, "", line, column, n))
     return tokens
 
 
@@ -161,8 +183,8 @@ class _Parser:
     """The productions of SelectorParser.jj; `la1[i]` = tokens choice points at token i would have taken. A loop
     continues while `self.loop(kinds)`, which records those kinds when it ends."""
 
-    def __init__(self, tokens: list[_Token]) -> None:
-        self.tokens = tokens
+    def __init__(self, tokens: list[_Token], text: str) -> None:
+        self.tokens, self.text = tokens, text
         self.i = 0
         self.la1: dict[int, set[int]] = {}
 
@@ -194,8 +216,9 @@ class _Parser:
         lines = "".join(f"{_IMAGES[k]} ...\n    " for k in expected)
         java = (f'org.apache.rocketmq.filter.parser.ParseException: Encountered "{shown}" at line {token.line}, '
                 f"column {token.column}.\nWas expecting{':' if len(expected) == 1 else ' one of:'}\n    {lines}")
-        seen = "the end of the expression" if token.kind == EOF else repr(token.image)
-        return SelectorSyntaxError(f"unexpected {seen} at column {token.column}", java)
+        text = self.text
+        people = _ends_early(text) if token.kind == EOF else f"unexpected {token.image!r} at {_where(text, token.start)}"
+        return SelectorSyntaxError(people, java)
 
     # JmsSelector: orExpression, and whatever follows is left unread
     def or_expression(self) -> Any:
@@ -289,7 +312,7 @@ class _Parser:
 
     def _unary_follows(self, at: int) -> bool:
         """The syntactic lookahead `"+" unaryExpr()`: does a whole unary expression start at token `at`?"""
-        probe = _Parser(self.tokens)
+        probe = _Parser(self.tokens, self.text)
         probe.i = at
         try:
             probe.unary_expr()
@@ -311,7 +334,7 @@ class _Parser:
 def parse_selector(text: str) -> Any:
     """The expression's tree (nested tuples: the node's name, then its children or token texts)."""
     try:
-        return _Parser(tokenize(text)).or_expression()
+        return _Parser(tokenize(text), text).or_expression()
     except RecursionError:  # 4.9.8 fails with a StackOverflowError; nobody subscribes with such an expression
         raise SelectorSyntaxError("the expression is nested too deeply",
                                   "java.lang.StackOverflowError") from None
