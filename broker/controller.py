@@ -19,6 +19,7 @@ from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, Top
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
+from rocketmq_emulator.protocol.errors import PortUnavailable
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
@@ -193,7 +194,11 @@ class BrokerController:
     # -- life cycle ---------------------------------------------------------------------------------
     async def start(self, topics: Iterable[tuple[str, int]] = (), groups: Iterable[str] = ()) -> None:
         """Bind, open the store, load, create the process's configured `topics` and `groups`, then serve."""
-        await self.server.start(serving=False)
+        try:
+            await self.server.start(serving=False)
+        except OSError as exc:
+            raise PortUnavailable("broker", f"broker {self.config.broker_name}", self.server.host, self.server.port,
+                                  exc) from None
         if self.config.listen_port == 0:  # a free port was asked for (listen_port is the bound one): no VIP port
             self.vip_server = None
         if self.vip_server is not None:

@@ -20,6 +20,7 @@ from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, R
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_emulator.protocol.bodies import (Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList,
                                                TopicRouteData)
+from rocketmq_emulator.protocol.errors import PortUnavailable
 from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader,
                                                 DeleteTopicFromNamesrvRequestHeader, GetKVListByNamespaceRequestHeader,
                                                 GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
@@ -182,7 +183,10 @@ class NameServer:
         return self.server.port
 
     async def start(self) -> None:
-        await self.server.start()
+        try:
+            await self.server.start()
+        except OSError as exc:
+            raise PortUnavailable("namesrv", "the name server", self.server.host, self.server.port, exc) from None
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
 
     async def stop(self) -> None:

@@ -165,6 +165,7 @@ def check_ports(config: EmulatorConfig) -> None:
         raise ConfigError(f"--broker-port {listen}: its VIP port would be {listen - VIP_PORT_OFFSET} (the broker "
                           f"port minus {VIP_PORT_OFFSET}); use {VIP_PORT_OFFSET + 1} to {MAX_PORT}, or 0 for a "
                           f"free port")
+    _check_distinct_ports(config)
     advertised = broker.advertised_port
     if advertised is not None:
         top = advertised + BROKER_PORT_STEP * last
@@ -172,6 +173,38 @@ def check_ports(config: EmulatorConfig) -> None:
             more = f" with --brokers {count} (the last broker would advertise {top})" if last else ""
             raise ConfigError(f"--advertised-port {advertised}{more}: use 1 to "
                               f"{MAX_PORT - BROKER_PORT_STEP * last}")
+
+
+def _check_distinct_ports(config: EmulatorConfig) -> None:
+    """No port given for two servers: each listening port (a number, not 0) has one role."""
+    from rocketmq_emulator.broker.config import BROKER_PORT_STEP, VIP_PORT_OFFSET
+    broker = config.broker
+    roles: list[tuple[int | None, str]] = [(config.namesrv_port, f"--namesrv-port {config.namesrv_port} (the name "
+                                                                 f"server)")]
+    if broker.listen_port:
+        for i, b in enumerate(config.brokers):
+            port, name = broker.listen_port + BROKER_PORT_STEP * i, b.broker_name
+            flag = f"--broker-port {broker.listen_port}" + (f" + {BROKER_PORT_STEP * i}" if i else "")
+            roles.append((port, f"{flag} (broker {name})"))
+            if broker.vip_channel_enabled:
+                roles.append((port - VIP_PORT_OFFSET, f"{port - VIP_PORT_OFFSET} (broker {name}'s VIP port, its port "
+                                                      f"minus {VIP_PORT_OFFSET})"))
+    roles += [(config.grpc_server_port, f"--grpc-port {config.grpc_server_port}"),
+              (config.grpc_tls_port, f"--grpc-tls-port {config.grpc_tls_port}"),
+              (config.dashboard_port, f"--dashboard-port {config.dashboard_port}")]
+    seen: dict[int, str] = {}
+    for port, role in roles:
+        if not port:
+            continue
+        if port in seen:
+            raise ConfigError(f"{seen[port]} and {role}: one port cannot serve both; give each its own "
+                              f"(0 picks a free one)")
+        seen[port] = role
+
+
+#: what to change when a server's port is not available (PortUnavailable.role -> the flag)
+_PORT_FLAGS = {"namesrv": "--namesrv-port", "broker": "--broker-port", "grpc": "--grpc-port",
+               "grpc-tls": "--grpc-tls-port", "dashboard": "--dashboard-port"}
 
 
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> EmulatorConfig:
@@ -253,10 +286,17 @@ def run(args: argparse.Namespace) -> int:
     import uvloop
 
     from rocketmq_emulator.broker.emulator import serve
+    from rocketmq_emulator.protocol.errors import PortUnavailable
     try:
         uvloop.run(serve(config, started=process_started()))
     except KeyboardInterrupt:
         return 0
+    except PortUnavailable as exc:
+        flag = _PORT_FLAGS.get(exc.role)
+        logging.getLogger("rocketmq_emulator").error("cannot start: %s%s", exc,
+                                                     f"; choose another with {flag} (0 picks a free one)"
+                                                     if flag else "")
+        return 1
     except socket.gaierror as exc:  # the only name serve resolves to listen on
         logging.getLogger("rocketmq_emulator").error("cannot start: --host %r (ROCKETMQ_EMULATOR_HOST) does not "
                                                      "resolve here: %s", config.host, exc.strerror or exc)

@@ -329,3 +329,44 @@ def test_a_refusal_by_the_name_server_is_not_blamed_on_the_broker(emulator):
     [line] = proc.stderr.strip().splitlines()
     assert line == ("error: stop broker nosuch failed at the name server: SYSTEM_ERROR (1): no broker named 'nosuch' "
                     "in this emulator (it has broker-a) (the name server refused the request)"), line
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--namesrv-port", "20876", "--broker-port", "20876"],
+     "error: --namesrv-port 20876 (the name server) and --broker-port 20876 (broker broker-a): one port cannot serve "
+     "both; give each its own (0 picks a free one)"),
+    (["--namesrv-port", "20874", "--broker-port", "20876"],
+     "error: --namesrv-port 20874 (the name server) and 20874 (broker broker-a's VIP port, its port minus 2): one "
+     "port cannot serve both; give each its own (0 picks a free one)"),
+    (["--namesrv-port", "0", "--broker-port", "20876", "--brokers", "2", "--dashboard-port", "20886"],
+     "error: --broker-port 20876 + 10 (broker broker-b) and --dashboard-port 20886: one port cannot serve both; "
+     "give each its own (0 picks a free one)"),
+], ids=["namesrv = broker", "namesrv = VIP", "second broker = dashboard"])
+def test_one_port_for_two_servers_is_refused_before_binding(args, expected):
+    """Nothing is bound (the ports need not be free): the settings are refused as they are read, naming both roles."""
+    proc = run("serve", "--ephemeral", *args)
+    assert proc.returncode == 2 and proc.stderr.strip() == expected, proc.stderr
+
+
+@pytest.mark.parametrize("flag, server", [("--namesrv-port", "the name server"), ("--broker-port", "broker broker-a"),
+                                          ("--grpc-port", "the gRPC endpoint"), ("--dashboard-port", "the dashboard")])
+def test_a_taken_port_names_the_server_and_its_flag(flag, server):
+    """A port another program holds: one line naming which server could not listen and the flag to change; no
+    bind traceback, and no gRPC C-core log line with its advice about GRPC_VERBOSITY."""
+    import socket
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    try:
+        ports = {"--namesrv-port": "0", "--broker-port": str(free_broker_port())}
+        ports[flag] = str(taken)
+        proc = run("serve", "--ephemeral", *(a for kv in ports.items() for a in kv))
+    finally:
+        holder.close()
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].endswith(f"ERROR rocketmq_emulator: cannot start: {server} cannot listen on 127.0.0.1:{taken}: "
+                              f"the port is in use (by another program, or another server of this one); choose "
+                              f"another with {flag} (0 picks a free one)"), proc.stderr

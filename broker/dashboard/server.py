@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 import msgspec
 from aiohttp import web
 
+from rocketmq_emulator.protocol.errors import PortUnavailable
+
 from . import actions, views
 from .hosts import HostCheck, host_middleware
 from .views import Invalid, NotFound
@@ -154,7 +156,7 @@ class DashboardServer:
             await site.start()
         except OSError as exc:
             await runner.cleanup()
-            raise OSError(f"dashboard port {self.host}:{self.port} is not available: {exc.strerror or exc}") from None
+            raise PortUnavailable("dashboard", "the dashboard", self.host, self.port, exc) from None
         server = getattr(site, "_server", None)
         if self.port == 0 and server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]

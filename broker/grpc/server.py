@@ -4,12 +4,15 @@ memory bounds of limits.py."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable
 
 import grpc
 
+from rocketmq_emulator.protocol.errors import PortUnavailable
 from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
 from ..core.acl.grpc_auth import guard_method
@@ -79,6 +82,28 @@ def _read_when_admitted(fn: Callable[..., Any], response: Any, admitted: asyncio
     return unary
 
 
+def _bind(add_port: Callable[[str], int], role: str, what: str, host: str, port: int) -> int:
+    """`add_port(addr)` (the server's add_insecure_port / add_secure_port); PortUnavailable when the port cannot be
+    had. A port asked for by number is tried with a plain socket first: gRPC's C core would log its own lines and
+    advice about a taken port before failing with a RuntimeError that does not say why."""
+    if port:
+        probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+        except OSError as exc:
+            raise PortUnavailable(role, what, host, port, exc) from None
+        finally:
+            probe.close()
+    try:
+        bound = add_port(f"{host}:{port}")
+    except RuntimeError:  # the C core failed to bind (e.g. taken since the probe)
+        bound = 0
+    if bound == 0:
+        raise PortUnavailable(role, what, host, port, OSError(errno.EADDRINUSE, "in use"))
+    return bound
+
+
 class GrpcEndpoint:
     """`host`/`port`: where to listen (port 0: a free one, `port` once started); `advertised_host`: the host put
     in routes when a client sends no endpoints of its own."""
@@ -129,18 +154,14 @@ class GrpcEndpoint:
                                           ("grpc.max_receive_message_length", self.max_receive)])
         logging.getLogger("grpc._cython.cygrpc").addFilter(_CLIENT_GONE)  # once: addFilter keeps one of each
         server.add_generic_rpc_handlers((self._handlers(),))
-        bound = server.add_insecure_port(f"{self.host}:{self.port}")
-        if bound == 0:
-            raise OSError(f"gRPC port {self.host}:{self.port} is not available")
-        self.port = bound
+        self.port = _bind(lambda addr: server.add_insecure_port(addr), "grpc", "the gRPC endpoint", self.host,
+                          self.port)
         if self.tls_port is not None:
             from .tls import certificate
             cert, key = certificate(self.tls_dir or Path("."), [self.advertised_host])
-            bound = server.add_secure_port(f"{self.host}:{self.tls_port}",
-                                           grpc.ssl_server_credentials([(key, cert)]))
-            if bound == 0:
-                raise OSError(f"gRPC TLS port {self.host}:{self.tls_port} is not available")
-            self.tls_port = bound
+            credentials = grpc.ssl_server_credentials([(key, cert)])
+            self.tls_port = _bind(lambda addr: server.add_secure_port(addr, credentials), "grpc-tls",
+                                  "the gRPC TLS endpoint", self.host, self.tls_port)
         await server.start()
         self._server = server
         for f in self._brokers():
