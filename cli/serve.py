@@ -193,13 +193,13 @@ def _check_distinct_ports(config: EmulatorConfig) -> None:
               (config.grpc_tls_port, f"--grpc-tls-port {config.grpc_tls_port}"),
               (config.dashboard_port, f"--dashboard-port {config.dashboard_port}")]
     seen: dict[int, str] = {}
-    for port, role in roles:
-        if not port:
+    for given, role in roles:
+        if not given:
             continue
-        if port in seen:
-            raise ConfigError(f"{seen[port]} and {role}: one port cannot serve both; give each its own "
+        if given in seen:
+            raise ConfigError(f"{seen[given]} and {role}: one port cannot serve both; give each its own "
                               f"(0 picks a free one)")
-        seen[port] = role
+        seen[given] = role
 
 
 #: what to change when a server's port is not available (PortUnavailable.role -> the flag)
