@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import shutil
 import signal
 import tempfile
@@ -277,6 +279,24 @@ class Emulator:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def ready_info(self) -> dict[str, Any]:
+        """What `serve --ready-file` writes: every address a client needs (the bound ports, also for port 0)."""
+        def addr(port: int) -> str:
+            return f"{self.config.broker.broker_ip1}:{port}"
+        namesrv = self.namesrv_addr if self.config.host not in WILDCARD_HOSTS else addr(self.namesrv.port)
+        return {
+            "namesrvAddr": namesrv,
+            "cluster": self.config.broker.broker_cluster_name,
+            "brokers": [{"name": b.config.broker_name, "addr": b.broker_addr, "port": b.server.port,
+                         "vipPort": b.vip_server.port if b.vip_server is not None else None} for b in self.brokers],
+            "grpcAddr": addr(self.grpc.port) if self.grpc is not None else None,
+            "grpcTlsAddr": addr(self.grpc.tls_port) if self.grpc is not None and self.grpc.tls_port is not None
+            else None,
+            "dashboardUrl": f"http://{addr(self.dashboard.port)}/" if self.dashboard is not None else None,
+            "store": None if self.config.ephemeral else str(self.store_root),
+            "pid": os.getpid(),
+        }
+
     def ready_line(self) -> str:
         brokers = ", ".join(f"{b.config.broker_name}@{b.broker_addr}" for b in self.brokers)
         store = "ephemeral" if self.config.ephemeral else self.store_root
@@ -315,11 +335,32 @@ async def serve(config: EmulatorConfig, started: float | None = None) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    ready_file = Path(config.ready_file) if config.ready_file else None
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)  # a file left by a killed run must not pass for this one's
     await emulator.start()
+    if ready_file is not None:
+        try:
+            write_ready_file(ready_file, emulator.ready_info())
+        except OSError as exc:
+            await emulator.stop()
+            raise OSError(f"cannot write the ready file {str(ready_file)!r}: {exc.strerror or exc}") from None
     log.info("%s (started in %.0f ms)", emulator.ready_line(), (time.perf_counter() - started) * 1000)
     try:
         await stop.wait()
     finally:
         t0 = time.perf_counter()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
         await emulator.stop()
         log.info("stopped in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+
+def write_ready_file(path: Path, info: dict[str, Any]) -> None:
+    """The ready file, whole or not at all: written beside it, then renamed over it (a reader never sees half)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

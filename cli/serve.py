@@ -96,6 +96,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
                                 "(default): no access control (README \"ACL\"); needs the [acl] extra"),
     "acl-plain-file": ("aclPlainFile", "the plain ACL file with --acl-enable true (default "
                                        "<store>/config/plain_acl.yml; created empty when missing)"),
+    "ready-file": ("readyFile", "once every server accepts, write FILE: JSON with the name server address, each "
+                                "broker's address, the gRPC and dashboard addresses and the pid (written whole, "
+                                "by rename; removed at a clean stop), for scripts that start serve on port 0"),
     "trace-format": ("wireTraceFormat",
                      "text (default) or json (one object per line, for `rocketmq-emulator trace`)"),
     "trace-codes": ("wireTraceCodes", "trace only these requests (and their answers): names or "

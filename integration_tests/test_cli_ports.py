@@ -238,3 +238,55 @@ def test_a_broker_reset_prints_no_old_method_columns_in_json(emulator):
     data = json.loads(proc.stdout)
     assert data["method"] == "broker" and data["offsets"]
     assert all(set(row) == {"topic", "brokerName", "queueId", "offset"} for row in data["offsets"]), data
+
+
+# -- serve --ready-file -----------------------------------------------------------------------------------------
+def test_the_ready_file_gives_every_address_of_a_broker_started_on_port_0(tmp_path):
+    """A script starts `serve` on free ports and learns them from the ready file (no log parsing): it appears
+    whole once every server accepts, its addresses work, and a clean stop removes it."""
+    import asyncio
+    import socket
+    import urllib.request
+
+    from rocketmq_emulator.client import Admin
+    ready = tmp_path / "ready.json"
+    ready.write_text('{"namesrvAddr": "127.0.0.1:1"}')  # left by a killed run: not taken for this one's
+    proc = subprocess.Popen([*CLI, "serve", "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "0",
+                             "--dashboard-port", "0", "--ephemeral", "--ready-file", str(ready)],
+                            cwd=ROOT, stderr=subprocess.DEVNULL, env={**os.environ, "NAMESRV_ADDR": ""})
+    try:
+        deadline = time.monotonic() + 30
+        info = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ready.exists():
+                info = json.loads(ready.read_text())
+                if info["namesrvAddr"] != "127.0.0.1:1":
+                    break
+            time.sleep(0.05)
+        assert info is not None and info["namesrvAddr"] != "127.0.0.1:1", info
+        assert info["pid"] == proc.pid and info["store"] is None and info["cluster"] == "DefaultCluster"
+        [broker] = info["brokers"]
+        assert broker["name"] == "broker-a" and broker["addr"] == f"127.0.0.1:{broker['port']}"
+
+        async def cluster() -> list[str]:
+            async with Admin(info["namesrvAddr"]) as admin:
+                return [b.addr for b in await admin.cluster_list()]
+        assert asyncio.run(cluster()) == [broker["addr"]]
+        host, port = info["grpcAddr"].rsplit(":", 1)
+        socket.create_connection((host, int(port)), timeout=5).close()
+        with urllib.request.urlopen(info["dashboardUrl"] + "api/overview", timeout=10) as answer:
+            assert answer.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert proc.returncode == 0 and not ready.exists()
+
+
+def test_a_ready_file_that_cannot_be_written_stops_the_start(tmp_path):
+    proc = subprocess.run([*CLI, "serve", "--namesrv-port", "0", "--broker-port", "0", "--ephemeral",
+                           "--ready-file", str(tmp_path / "no" / "such" / "dir" / "ready.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    [line] = [x for x in proc.stderr.splitlines() if " INFO " not in x]
+    assert line.endswith(f"cannot start: cannot write the ready file "
+                         f"'{tmp_path}/no/such/dir/ready.json': No such file or directory"), proc.stderr

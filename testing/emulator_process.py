@@ -224,7 +224,7 @@ def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool =
         except RuntimeError as e:
             # a port found free was taken before the emulator bound it (another test process, or a client's
             # outgoing connection, got it from the same ephemeral range): choose again
-            if "address already in use" not in str(e) or attempt == 2:
+            if "the port is in use" not in str(e) or attempt == 2:  # PortUnavailable's words
                 raise
             continue
         broker = RocketMQBroker(f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", root / "store",
