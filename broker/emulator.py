@@ -18,6 +18,7 @@ from rocketmq_emulator import native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
                                                           BrokerLifecycleRequestHeader, EmulatorRequestCode)
+from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
 from .clock import BrokerClock
@@ -158,8 +159,7 @@ class Emulator:
             front = make()
         except ImportError as exc:
             await self.stop()
-            raise RuntimeError(f"{what} needs the [{extra}] extra (pip install 'rocketmq-emulator[{extra}]'): "
-                               f"{exc}") from None
+            raise RuntimeError(f"{what} needs the [{extra}] extra ({install_hint(extra)}): {exc}") from None
         try:
             await front.start()
         except BaseException:

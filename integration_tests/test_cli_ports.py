@@ -290,3 +290,27 @@ def test_a_ready_file_that_cannot_be_written_stops_the_start(tmp_path):
     [line] = [x for x in proc.stderr.splitlines() if " INFO " not in x]
     assert line.endswith(f"cannot start: cannot write the ready file "
                          f"'{tmp_path}/no/such/dir/ready.json': No such file or directory"), proc.stderr
+
+
+_WITHOUT = ("import sys\n"
+            "class Missing:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == sys.argv[1]:\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+            "sys.meta_path.insert(0, Missing())\n"
+            "from rocketmq_emulator.cli.main import main\n"
+            "sys.exit(main(sys.argv[2:]))\n")
+
+
+@pytest.mark.parametrize("module, flag, extra", [("aiohttp", "--dashboard-port", "dashboard"),
+                                                 ("grpc", "--grpc-port", "grpc")])
+def test_a_missing_extra_names_the_install_commands_that_work(module, flag, extra):
+    """Without the extra's library installed (hidden from this process), the start fails with one line naming
+    the command that works from a clone and the one for a registry, not only a registry name that does not exist
+    yet."""
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT, module, "serve", "--namesrv-port", "0", "--broker-port",
+                           "0", "--ephemeral", flag, "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if " INFO " not in x]
+    assert (f"needs the [{extra}] extra (pip install -e '.[{extra}]' in a clone of rocketmq-emulator, or pip install "
+            f"'rocketmq-emulator[{extra}]' from a package registry once released)") in line, line

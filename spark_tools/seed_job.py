@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from rocketmq_emulator.protocol.extras import install_hint
+
 if TYPE_CHECKING:
     from .seed import SeedReport
 
@@ -67,7 +69,7 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
     try:
         from .seed import SeedError, generate, read_file, session, write_topic
     except ImportError as exc:
-        raise SeedJobError(f"seed needs pyspark (and pyarrow): pip install 'rocketmq-emulator[spark]' ({exc})",
+        raise SeedJobError(f"seed needs pyspark (and pyarrow): {install_hint('spark')} ({exc})",
                            "SETUP") from None
     from .progress import Progress
     progress = Progress(namesrv, target, messages, started, stream or sys.stderr)

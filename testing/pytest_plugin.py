@@ -40,6 +40,7 @@ import pytest
 
 from rocketmq_emulator.client.producer import Producer
 from rocketmq_emulator.client.push_consumer import PushConsumer
+from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.trace import trace_time
 
 from .emulator_process import RocketMQBroker, external_broker, launch_emulator
@@ -158,11 +159,11 @@ try:
 except ImportError:  # the async factories need pytest-asyncio: say so when one is used
     @pytest.fixture(name="rocketmq_producer")
     def _producer_needs_pytest_asyncio() -> None:
-        pytest.fail("rocketmq_producer needs pytest-asyncio: pip install 'rocketmq-emulator[pytest]'")
+        pytest.fail(f"rocketmq_producer needs pytest-asyncio: {install_hint('pytest')}")
 
     @pytest.fixture(name="rocketmq_consumer")
     def _consumer_needs_pytest_asyncio() -> None:
-        pytest.fail("rocketmq_consumer needs pytest-asyncio: pip install 'rocketmq-emulator[pytest]'")
+        pytest.fail(f"rocketmq_consumer needs pytest-asyncio: {install_hint('pytest')}")
 else:
     @pytest_asyncio.fixture
     async def rocketmq_producer(rocketmq_broker: RocketMQBroker) -> AsyncIterator[Callable[..., Awaitable[Producer]]]:

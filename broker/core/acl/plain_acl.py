@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.admin_bodies import DataVersion
 from rocketmq_emulator.protocol.topics import retry_topic
 
@@ -99,7 +100,7 @@ def parse(text: bytes) -> PlainAcl:
     try:
         import yaml  # the [acl] extra: only when ACL is on
     except ImportError:
-        raise AclException("reading it needs PyYAML: pip install 'rocketmq-emulator[acl]'") from None
+        raise AclException(f"reading it needs PyYAML: {install_hint('acl')}") from None
     try:
         document = yaml.safe_load(text.decode("utf-8")) if text.strip() else {}
     except UnicodeDecodeError as exc:
