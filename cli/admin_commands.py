@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable
 from rocketmq_emulator.client.admin import Admin
 from rocketmq_emulator.client.errors import InvalidArgumentError
 from rocketmq_emulator.client.message import ReceivedMessage
-from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
+from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupConfig
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
 
@@ -308,6 +308,45 @@ async def cluster_list(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     return data, table(["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version"], rows)
 
 
+async def broker_status(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    """mqadmin brokerStatus: a broker's runtime statistics, sorted by key (with the address first when several)."""
+    if a.broker_addr:
+        addrs = [a.broker_addr]
+    else:
+        addrs = [b.addr for b in await admin.cluster_list() if a.cluster is None or b.cluster == a.cluster]
+        if not addrs:
+            raise InvalidArgumentError(f"cluster {a.cluster!r} has no broker (admin clusterList lists them)")
+    stats = {addr: dict(sorted((await admin.broker_runtime_info(addr)).items())) for addr in addrs}
+    several = len(addrs) > 1 or not a.broker_addr
+    lines = [f"{addr:<24} {k:<32}: {v}" if several else f"{k:<32}: {v}"
+             for addr, table_ in stats.items() for k, v in table_.items()]
+    return stats, "\n".join(lines)
+
+
+_SUB_GROUP_FLAGS = (("consume_enable", "consumeEnable"), ("consume_from_min_enable", "consumeFromMinEnable"),
+                    ("consume_broadcast_enable", "consumeBroadcastEnable"), ("retry_queue_nums", "retryQueueNums"),
+                    ("retry_max_times", "retryMaxTimes"), ("broker_id", "brokerId"),
+                    ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
+                    ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
+                    ("consume_message_orderly", "consumeMessageOrderly"))
+
+
+async def update_sub_group(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    """mqadmin updateSubGroup: create or replace a group's subscription config (fields not given: Java's
+    defaults, as mqadmin does)."""
+    given = {field: getattr(a, field) for field, _ in _SUB_GROUP_FLAGS if getattr(a, field) is not None}
+    addrs = await admin.update_subscription_group(a.group, cluster=a.cluster, broker_addr=a.broker_addr, **given)
+    cfg = SubscriptionGroupConfig(group_name=a.group, **given)
+    data = {"groupName": a.group, **{key: getattr(cfg, field) for field, key in _SUB_GROUP_FLAGS
+                                     if getattr(cfg, field) is not None}, "brokers": addrs}
+    def java(value: Any) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    fields = ", ".join(f"{key}={java(getattr(cfg, field))}" for field, key in _SUB_GROUP_FLAGS[:-1])
+    order = "" if cfg.consume_message_orderly is None else f", consumeMessageOrderly={java(cfg.consume_message_orderly)}"
+    return data, "".join(f"create subscription group to {addr} success.\n" for addr in addrs) + \
+        f"SubscriptionGroupConfig [groupName={a.group}, {fields}{order}]"
+
+
 Command = Callable[[Admin, argparse.Namespace], Awaitable[tuple[Any, str]]]
 
 
@@ -397,6 +436,29 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("-c", "--maxNum", dest="max_num", type=int_range(1, 1000), default=64,
                    help="1-1000 (default 64)")
     cmd("clusterList", cluster_list, "the brokers of every cluster")
+    p = cmd("brokerStatus", broker_status, "a broker's runtime statistics (every broker, or of -c, without -b)")
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", type=address, metavar="HOST:PORT")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p = cmd("updateSubGroup", update_sub_group, "create or update a consumer group's subscription config (fields "
+                                                "not given take Java's defaults, as with mqadmin)")
+    p.add_argument("-g", "--groupName", dest="group", required=True)
+    p.add_argument("-b", "--brokerAddr", dest="broker_addr", type=address, metavar="HOST:PORT",
+                   help="only this broker (default: every master of -c, or of every cluster)")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-s", "--consumeEnable", dest="consume_enable", type=boolean, help="default true")
+    p.add_argument("-m", "--consumeFromMinEnable", dest="consume_from_min_enable", type=boolean, help="default true")
+    p.add_argument("-d", "--consumeBroadcastEnable", dest="consume_broadcast_enable", type=boolean,
+                   help="default true")
+    p.add_argument("-q", "--retryQueueNums", dest="retry_queue_nums", type=int_range(0, 1024), help="default 1")
+    p.add_argument("-r", "--retryMaxTimes", dest="retry_max_times", type=int_range(-1, 10_000),
+                   help="redeliveries before the dead-letter queue (default 16; -1: none, straight to the DLQ)")
+    p.add_argument("-i", "--brokerId", dest="broker_id", type=int_range(0), help="default 0")
+    p.add_argument("-w", "--whichBrokerWhenConsumeSlowly", dest="which_broker_when_consume_slowly",
+                   type=int_range(0), help="default 1")
+    p.add_argument("-a", "--notifyConsumerIdsChanged", dest="notify_consumer_ids_changed_enable", type=boolean,
+                   help="default true")
+    p.add_argument("-o", "--consumeMessageOrderly", dest="consume_message_orderly", type=boolean,
+                   help="5.x: a FIFO group (5.x clients consume its queues in order)")
 
 
 __all__ = ["add_admin_commands", "parse_timestamp", "table", "message_json"]

@@ -81,6 +81,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
         p.add_argument("--batch", type=int_range(1, 10_000), metavar="SIZE",
                        help="send in batches of SIZE (1-10000)")
         p.add_argument("--sharding-key", help="keep all messages in one queue, in order")
+        p.add_argument("--delay-level", type=int_range(1, 1000), metavar="LEVEL",
+                       help="deliver after the delay of this level of the broker's messageDelayLevel (default "
+                            "levels: 1=1s 2=5s 3=10s 4=30s 5=1m ... 18=2h; a level past the last is the last)")
         return p
 
     if command == "health":
@@ -102,7 +105,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
     p.add_argument("-g", "--group", default=None,
                    help="consumer group (default: a throwaway group named " + THROWAWAY_GROUP.format(pid="<pid>")
                         + ", removed from the brokers when the command ends)")
-    p.add_argument("-e", "--expression", default="*", help="tag expression (default *)")
+    selector = p.add_mutually_exclusive_group()
+    selector.add_argument("-e", "--expression", default="*", help="tag expression (default *)")
+    selector.add_argument("--sql", metavar="EXPRESSION",
+                          help="a SQL92 filter on the messages' properties instead, e.g. \"region = 'eu' AND amount "
+                               "> 100\" (the broker must run with --enable-property-filter true)")
     p.add_argument("--from-beginning", action="store_true", help="a new group starts at the first message")
     p.add_argument("--broadcast", action="store_true", help="broadcasting consumer (offsets in ~/.rocketmq_offsets)")
     p.add_argument("--max-messages", type=int_range(1), default=None, metavar="N",
@@ -155,6 +162,8 @@ def _properties(items: list[str]) -> dict[str, str]:
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     import asyncio
     props = _properties(args.property)
+    if args.delay_level is not None and args.batch:
+        raise UsageError("--delay-level cannot be used with --batch: a broker refuses delayed batches")
     if args.count is not None:
         template = args.message if args.message is not None else "message {i}"
         bodies: Any = (template.replace("{i}", str(i)) for i in range(args.count))
@@ -198,7 +207,7 @@ async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: d
 
         for body in bodies:
             msg = Message(args.topic, body, tags=args.tags, keys=args.keys.split() if args.keys else None,
-                          properties=props)
+                          properties=props, delay_level=args.delay_level or 0)
             if args.batch:
                 batch.append(msg)
                 if len(batch) >= args.batch:
@@ -239,7 +248,10 @@ async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
         consumer = PushConsumer(group, namesrv=args.namesrv,
                                 message_model=BROADCASTING if args.broadcast else CLUSTERING,
                                 consume_from=FIRST_OFFSET if args.from_beginning else LAST_OFFSET)
-        consumer.subscribe(args.topic, args.expression)
+        if args.sql is not None:
+            consumer.subscribe(args.topic, args.sql, expression_type="SQL92")
+        else:
+            consumer.subscribe(args.topic, args.expression)
         try:
             async with consumer:
                 await _consume_until_done(args, out, consumer, admin, stop)

@@ -255,14 +255,23 @@ class Admin(InstanceUser):
 
     async def update_subscription_group(self, group: str, *, retry_max_times: int | None = None,
                                         consume_message_orderly: bool | None = None, consume_enable: bool | None = None,
-                                        cluster: str | None = None) -> list[str]:
-        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the masters of `cluster` (as `mqadmin updateSubGroup`): the
-        group's config with the given fields changed. `retry_max_times`: deliveries before the DLQ minus one;
-        `consume_message_orderly`: a FIFO group for 5.x clients. Returns the brokers asked."""
+                                        cluster: str | None = None, broker_addr: str | None = None,
+                                        **fields: Any) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (`broker_addr`) or the masters of `cluster` (default:
+        every cluster), as `mqadmin updateSubGroup`: the group's config is Java's defaults with the given fields
+        changed (a field not given goes back to its default, as with mqadmin). `retry_max_times`: deliveries
+        before the DLQ minus one; `consume_message_orderly`: a FIFO group for 5.x clients; `fields`: the other
+        SubscriptionGroupConfig fields (consume_broadcast_enable, retry_queue_nums, ...). Returns the brokers."""
+        validate_name("consumer group", group)
+        known = set(SubscriptionGroupConfig.__struct_fields__) - {"group_name"}
+        unknown = set(fields) - known
+        if unknown:
+            raise InvalidArgumentError(f"unknown subscription group field(s) {sorted(unknown)}; known: {sorted(known)}")
         changes = {k: v for k, v in (("retry_max_times", retry_max_times), ("consume_enable", consume_enable),
-                                     ("consume_message_orderly", consume_message_orderly)) if v is not None}
+                                     ("consume_message_orderly", consume_message_orderly), *fields.items())
+                   if v is not None}
         cfg = msgspec.structs.replace(SubscriptionGroupConfig(group_name=group), **changes)
-        addrs = await self._master_addrs(cluster)
+        addrs = [broker_addr] if broker_addr else await self._master_addrs(cluster)
         for addr in addrs:
             await self.instance.api.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
                                          body=cfg.encode(), operation=f"update subscription group {group!r}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_emulator.client import Producer, PushConsumer
-from rocketmq_emulator.testing.waits import wait_for
+from rocketmq_emulator.testing.waits import wait_for, wait_until
 from rocketmq_emulator.testing.command_line import COMMAND
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,3 +178,70 @@ def test_consume_into_a_reader_that_goes_away_stops_quietly(ns):
     assert len(proc.stdout.splitlines()) == 3 and "line" in proc.stdout
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert "exit=141" in proc.stderr
+
+
+def test_broker_status_prints_the_runtime_statistics_sorted(emulator):
+    """mqadmin brokerStatus: `key : value` lines sorted by key for one broker (-b); with the address first for
+    every broker (or a cluster's, -c)."""
+    ns, addr = emulator.namesrv_addr, f"127.0.0.1:{emulator.broker_port}"
+    lines = cli("admin", "brokerStatus", "-n", ns, "-b", addr).stdout.splitlines()
+    keys = [line.split(":", 1)[0].strip() for line in lines]
+    assert keys == sorted(keys) and "brokerVersionDesc" in keys and "msgPutTotalTodayNow" in keys
+    assert any(line.startswith("brokerVersionDesc") and line.endswith(": V4_9_8 (rocketmq-emulator)")
+               for line in lines), lines
+    every = cli("admin", "brokerStatus", "-n", ns, "-c", "DefaultCluster").stdout.splitlines()
+    assert every and all(line.startswith(addr) for line in every)
+    assert admin_json(ns, "brokerStatus")[addr]["brokerVersionDesc"] == "V4_9_8 (rocketmq-emulator)"
+    assert cli("admin", "brokerStatus", "-n", ns, "-c", "NoSuchCluster", check=False).returncode == 1
+
+
+def test_update_sub_group_replaces_the_config_as_mqadmin_does(emulator):
+    """Fields given are set, fields not given go back to Java's defaults (mqadmin builds a new config)."""
+    ns = emulator.namesrv_addr
+    out = cli("admin", "updateSubGroup", "-n", ns, "-g", "CliGroup", "-r", "3", "-d", "false", "-o", "true").stdout
+    assert out.splitlines() == [
+        f"create subscription group to 127.0.0.1:{emulator.broker_port} success.",
+        "SubscriptionGroupConfig [groupName=CliGroup, consumeEnable=true, consumeFromMinEnable=true, "
+        "consumeBroadcastEnable=false, retryQueueNums=1, retryMaxTimes=3, brokerId=0, whichBrokerWhenConsumeSlowly=1, "
+        "notifyConsumerIdsChangedEnable=true, consumeMessageOrderly=true]"]
+    stored = emulator.call(lambda: emulator.broker.subscription_group_manager.find("CliGroup"))
+    assert (stored.retry_max_times, stored.consume_broadcast_enable, stored.consume_message_orderly) == (3, False, True)
+    data = admin_json(ns, "updateSubGroup", "-g", "CliGroup", "-q", "2")
+    assert data["retryMaxTimes"] == 16 and data["retryQueueNums"] == 2
+    assert data["brokers"] == [f"127.0.0.1:{emulator.broker_port}"]
+    stored = emulator.call(lambda: emulator.broker.subscription_group_manager.find("CliGroup"))
+    assert (stored.retry_max_times, stored.retry_queue_nums, stored.consume_broadcast_enable) == (16, 2, True)
+    bad = cli("admin", "updateSubGroup", "-n", ns, "-g", "bad group", check=False)
+    assert bad.returncode == 1 and "letters, digits and the characters" in bad.stderr
+
+
+def test_produce_with_a_delay_level_arrives_after_its_delay(emulator):
+    ns = emulator.namesrv_addr
+    cli("admin", "updateTopic", "-n", ns, "-t", "CliDelay", "-r", "1", "-w", "1")
+    sent = json.loads(cli("produce", "-n", ns, "-t", "CliDelay", "-m", "later", "--delay-level", "3", "--json").stdout)
+    assert sent["status"] == "SEND_OK"
+    assert admin_json(ns, "topicStatus", "-t", "CliDelay")[0]["maxOffset"] == 0  # held for level 3: 10 s
+    cli("admin", "advanceTime", "-n", ns, "-s", "10")
+    assert wait_until(lambda: admin_json(ns, "topicStatus", "-t", "CliDelay")[0]["maxOffset"] == 1, timeout=10)
+    [line] = cli("consume", "-n", ns, "-t", "CliDelay", "--from-beginning", "--max-messages", "1",
+                 "--json").stdout.splitlines()
+    got = json.loads(line)
+    assert got["body"] == "later" and got["msgId"] == sent["msgId"] and got["properties"]["DELAY"] == "3"
+    refused = cli("produce", "-n", ns, "-t", "CliDelay", "-m", "x", "--delay-level", "2", "--batch", "5", check=False)
+    assert refused.returncode == 2 and "--delay-level cannot be used with --batch" in refused.stderr
+
+
+def test_consume_with_a_sql92_filter(emulator_factory):
+    emu = emulator_factory(enable_property_filter=True)
+    ns = emu.namesrv_addr
+    for region, amount in (("eu", 150), ("us", 150), ("eu", 50)):
+        cli("produce", "-n", ns, "-t", "CliSql", "-m", f"{region}-{amount}", "-p", f"region={region}",
+            "-p", f"amount={amount}")
+    out = cli("consume", "-n", ns, "-t", "CliSql", "--from-beginning", "--sql", "region = 'eu' AND amount > 100",
+              "--idle-timeout", "2").stdout
+    assert [line.rsplit("| ", 1)[1] for line in out.splitlines()] == ["eu-150"]
+    bad = cli("consume", "-n", ns, "-t", "CliSql", "--sql", "region =", "--idle-timeout", "1", check=False)
+    assert bad.returncode == 1
+    assert "invalid SQL92 expression 'region =': the expression ends too soon (after column 8)" in bad.stderr
+    both = cli("consume", "-n", ns, "-t", "CliSql", "-e", "TagA", "--sql", "a > 1", check=False)
+    assert both.returncode == 2 and "not allowed with argument -e/--expression" in both.stderr
