@@ -253,3 +253,26 @@ def test_the_readme_5x_example_runs_with_the_official_client(tmp_path):
             assert f"received {sent.group(1)} b'order-1 paid' paid {{'region': 'eu'}} attempt 1" in out.stdout
     finally:
         g.broker.stop()
+
+
+def test_consumer_progress_shows_a_5x_group_alone_and_among_all_groups(grpc_emulator):
+    """A 5.x consumer's group is known to the admin tools as a 4.x group is: its heartbeat makes the group's
+    retry topic (as the proxy's heartbeat to a 5.x broker does), so `consumerProgress -g` finds its brokers and
+    `consumerProgress` lists it; what it received and did not ack is in flight."""
+    import json
+    import subprocess
+
+    from rocketmq_emulator.testing.command_line import COMMAND
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "3"))
+    finished(grpc_emulator.run("simple", "--topic", "T", "--group", "Pop5", "--expect", "3", "--ack", "none",
+                               "--invisible", "60"))
+
+    def admin(*args: str) -> dict | list:
+        proc = subprocess.run([*COMMAND, "admin", *args, "-n", grpc_emulator.namesrv_addr, "--json"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+    one = admin("consumerProgress", "-g", "Pop5")
+    assert sum(o["inflight"] for o in one["offsets"]) == 3 and one["diffTotal"] == 3, one
+    every = admin("consumerProgress")
+    assert {"group": "Pop5", "consumeTps": one["consumeTps"], "diffTotal": 3} in every, every

@@ -138,6 +138,17 @@ class ClientSessions:
                             f"the client does not read its Telemetry stream: more than {outbox.max_commands} commands"
                             f" or {outbox.max_bytes} bytes waiting")
 
+    def consumer_seen(self, group: str) -> None:
+        """A 5.x consumer of `group` announced itself (its settings, then every Heartbeat): as the proxy's
+        heartbeat to each broker, the group is made (when auto-created) with its retry topic and route, so admin
+        tools find it as they find a 4.x group."""
+        if not group:
+            return
+        for f in self.brokers():
+            cfg = f.read.group_config(group)
+            if cfg is not None:
+                f.write.topic_config_manager.ensure_group_retry_topic(group, cfg.retry_queue_nums)
+
     def settings(self, s: ClientSession, given: pb.Settings) -> pb.Settings:
         """The client's settings merged with the server's (the proxy's GrpcClientSettingsManager)."""
         out = v2.Settings()
@@ -159,6 +170,7 @@ class ClientSessions:
             out.publishing.validate_message_type = True
         elif given.WhichOneof("pub_sub") == "subscription":
             s.group = given.subscription.group.name
+            self.consumer_seen(s.group)
             cfg = b.group_config(s.group) if b is not None else None
             policy = out.backoff_policy
             policy.Clear()

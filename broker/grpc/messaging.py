@@ -129,6 +129,8 @@ class MessagingService(ClientSessions):
                 s.group = request.group.name
                 for b in self.brokers():
                     self.group_config(b, s.group)
+                if s.client_type in (v2.ClientType.PUSH_CONSUMER, v2.ClientType.SIMPLE_CONSUMER):
+                    self.consumer_seen(s.group)
             return v2.HeartbeatResponse(status=named(C.OK))
         except Exception as exc:  # noqa: BLE001
             return v2.HeartbeatResponse(status=_status_of(exc))

@@ -13,7 +13,6 @@ from rocketmq_emulator.protocol.bodies import (CheckClientRequestBody, Connectio
 from rocketmq_emulator.protocol.codes import LANGUAGE_BY_NAME, LanguageCode
 from rocketmq_emulator.protocol.headers import (GetProducerConnectionListRequestHeader, GroupRequestHeader,
                                                 UnregisterClientRequestHeader)
-from rocketmq_emulator.protocol.topics import retry_topic
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
 from ..core.filter.consumer_filter import SQL92, compile_problem
@@ -53,9 +52,7 @@ class ClientManageProcessor:
         for cd in data.consumer_data_set:
             group_cfg = b.subscription_group_manager.find(cd.group_name)
             if group_cfg is not None:
-                retry = retry_topic(cd.group_name)
-                if b.topic_config_manager.get(retry) is None:  # with no queues too, as 4.9.8 and 5.x make it
-                    b.topic_config_manager.create_without_template(retry, max(0, group_cfg.retry_queue_nums))
+                b.topic_config_manager.ensure_group_retry_topic(cd.group_name, group_cfg.retry_queue_nums)
             notify = b.config.notify_consumer_ids_changed_enable and (
                 group_cfg is None or group_cfg.notify_consumer_ids_changed_enable)
             info = ClientChannelInfo(conn, data.client_id, req.language, req.version)

@@ -11,7 +11,8 @@ from rocketmq_emulator.protocol import BrokerError, PermName, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import (DataVersion, TopicConfig, TopicConfigSerializeWrapper,
                                                      TopicFilterType)
 from rocketmq_emulator.protocol.topics import (AUTO_CREATE_TOPIC_KEY, OFFSET_MOVED_EVENT, SCHEDULE_TOPIC,
-                                               broker_system_topics, is_system_topic, reply_topic, topic_problem)
+                                               broker_system_topics, is_system_topic, reply_topic, retry_topic,
+                                               topic_problem)
 
 from .config_file import load_config_file, write_config_file
 
@@ -167,6 +168,15 @@ class TopicConfigManager:
         self.table[topic] = tc
         self._changed()
         return tc
+
+    def ensure_group_retry_topic(self, group: str, retry_queue_nums: int) -> None:
+        """A consumer group's %RETRY% topic, made when the group's heartbeat arrives: by a 4.x client's HEART_BEAT,
+        or for a 5.x client by its gRPC Heartbeat (the proxy's heartbeat to the broker); with no queues too when
+        the group has retryQueueNums 0, as 4.9.8 and 5.x make it. Its route makes the group known to admin tools
+        (consumerProgress finds a group's brokers, and lists groups, by it)."""
+        retry = retry_topic(group)
+        if self.get(retry) is None:
+            self.create_without_template(retry, max(0, retry_queue_nums))
 
     def is_system_topic(self, topic: str) -> bool:
         """TopicValidator.isSystemTopic on this broker (protocol.topics.is_system_topic with its own names): what
