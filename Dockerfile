@@ -44,14 +44,19 @@ RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib \
     && rm -rf /wheels \
     && useradd --system --uid 10001 --home-dir /data --no-create-home rocketmq \
-    && mkdir -p /data \
+    && mkdir -p /data /etc/rocketmq-emulator \
+    && echo '{}' > /etc/rocketmq-emulator/entities.yaml \
     && chown rocketmq /data
 
+# ROCKETMQ_EMULATOR_ENTITIES: the topics, groups and KV settings declared up front; mount a file over this empty
+# one (docs/user/entities.md)
 ENV PATH=/opt/venv/bin:$PATH \
     ROCKETMQ_EMULATOR_HOST=0.0.0.0 \
     ROCKETMQ_EMULATOR_STORE_DIR=/data/store \
     ROCKETMQ_EMULATOR_GRPC_PORT=8081 \
-    ROCKETMQ_EMULATOR_DASHBOARD_PORT=8080
+    ROCKETMQ_EMULATOR_DASHBOARD_PORT=8080 \
+    ROCKETMQ_EMULATOR_ENTITIES=/etc/rocketmq-emulator/entities.yaml
+
 
 # The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
 VOLUME /data

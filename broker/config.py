@@ -160,6 +160,8 @@ class EmulatorConfig:
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO
+    #: topics, groups and KV settings declared in a file (protocol/entities.py), applied at every start; None: none
+    entities_file: str | None = None
     #: written (JSON: addresses and ports) once every server accepts, removed at a clean stop; None: none
     ready_file: str | None = None
     #: the wire trace (README "Wire trace"): a file, or "-" for standard error; None: off

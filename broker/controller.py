@@ -16,6 +16,7 @@ import msgspec
 
 from rocketmq_emulator.protocol import RequestCode
 from rocketmq_emulator.protocol.admin_bodies import SubscriptionGroupConfig, TopicConfig
+from rocketmq_emulator.protocol.entities import Entities
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
@@ -192,8 +193,10 @@ class BrokerController:
                 hook(self)
 
     # -- life cycle ---------------------------------------------------------------------------------
-    async def start(self, topics: Iterable[tuple[str, int]] = (), groups: Iterable[str] = ()) -> None:
-        """Bind, open the store, load, create the process's configured `topics` and `groups`, then serve."""
+    async def start(self, topics: Iterable[tuple[str, int]] = (), groups: Iterable[str] = (),
+                    entities: Entities | None = None) -> None:
+        """Bind, open the store, load, create the process's configured `topics` and `groups` and apply its
+        `entities` (the entities file), then serve."""
         try:
             await self.server.start(serving=False)
         except OSError as exc:
@@ -216,6 +219,8 @@ class BrokerController:
                 await self.vip_server.stop()
             raise
         self.load(topics, groups)
+        if entities is not None:
+            self.apply_entities(entities)
         await self.server.start_serving()
         if self.vip_server is not None:
             await self.vip_server.start_serving()
@@ -252,6 +257,23 @@ class BrokerController:
         self.schedule_service.load()
         self.pop_service.load()
         self.timer_service.load()
+
+    def apply_entities(self, entities: Entities) -> tuple[int, int]:
+        """The entities file's topics and groups: each created, or changed to what the file says (the file wins
+        at every start; what it does not name is left alone). Returns (created, changed)."""
+        created = changed = 0
+        tcm, sgm = self.topic_config_manager, self.subscription_group_manager
+        for tc in entities.topics:
+            old = tcm.get(tc.topic_name)
+            if old != tc:
+                tcm.update(tc)
+                created, changed = created + (old is None), changed + (old is not None)
+        for group in entities.groups:
+            old_group = sgm.table.get(group.group_name)
+            if old_group != group:
+                sgm.update(group)
+                created, changed = created + (old_group is None), changed + (old_group is not None)
+        return created, changed
 
     def create_topics_and_groups(self, topics: Iterable[tuple[str, int]], groups: Iterable[str]) -> None:
         """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue

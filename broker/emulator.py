@@ -18,6 +18,7 @@ from rocketmq_emulator import native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
                                                           BrokerLifecycleRequestHeader, EmulatorRequestCode)
+from rocketmq_emulator.protocol.entities import read_entities_file
 from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
@@ -128,11 +129,16 @@ class Emulator:
         return f"{self.config.host}:{self.namesrv.port}"
 
     async def start(self) -> None:
+        entities = read_entities_file(self.config.entities_file) if self.config.entities_file else None
         if self.tracer is not None:
             self.tracer.start()
         await self.namesrv.start()
         for b in self.brokers:
-            await b.start(self.config.topics, self.config.groups)
+            await b.start(self.config.topics, self.config.groups, entities)
+        if entities is not None:
+            kv = sum(self.namesrv.set_kv(s.namespace, s.key, s.value) for s in entities.kv)
+            log.info("entities of %s: %d topic(s), %d group(s), %d KV setting(s) (%d KV changed)",
+                     self.config.entities_file, len(entities.topics), len(entities.groups), len(entities.kv), kv)
         if self.config.grpc_server_port is not None:
             await self._start_grpc(self.config.grpc_server_port)
         if self.config.dashboard_port is not None:

@@ -286,9 +286,17 @@ class NameServer:
 
     def put_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = PutKVConfigRequestHeader.from_ext(req.ext_fields)
-        self.routes.kv_config.setdefault(h.namespace, {})[h.key] = h.value
-        persist_kv_config(self.configuration.config_dir, self.routes.kv_config)
+        self.set_kv(h.namespace, h.key, h.value)
         return RemotingCommand.response_to(req)
+
+    def set_kv(self, namespace: str, key: str, value: str) -> bool:
+        """PUT_KV_CONFIG's effect (also the entities file's KV settings); False when it was set so already."""
+        table = self.routes.kv_config.setdefault(namespace, {})
+        if table.get(key) == value:
+            return False
+        table[key] = value
+        persist_kv_config(self.configuration.config_dir, self.routes.kv_config)
+        return True
 
     def get_kv(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = KVConfigRequestHeader.from_ext(req.ext_fields)

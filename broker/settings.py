@@ -75,7 +75,7 @@ _PROCESS: dict[str, Parse] = {
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
     "topics": _topics, "groups": _groups,
-    "adminAllowedAddresses": _networks, "readyFile": _optional(_str)}
+    "adminAllowedAddresses": _networks, "readyFile": _optional(_str), "entitiesFile": _optional(_str)}
 #: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
 _BROKER: dict[str, Parse] = {
     "brokerName": _str, "brokerClusterName": _str, "listenPort": _PORT, "brokerIP1": _optional(_str),

@@ -347,6 +347,32 @@ async def update_sub_group(admin: Admin, a: argparse.Namespace) -> tuple[Any, st
         f"SubscriptionGroupConfig [groupName={a.group}, {fields}{order}]"
 
 
+async def export_entities(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    """The running brokers' topics, groups and KV settings as an entities file (`serve --entities` reads it)."""
+    import json
+    document = await admin.export_entities(a.cluster, a.kv_namespace or ("ORDER_TOPIC_CONFIG",))
+    if a.file and a.file.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            from rocketmq_emulator.protocol.extras import install_hint
+            raise InvalidArgumentError(f"writing YAML needs PyYAML ({install_hint('acl')}); or name a .json file") \
+                from None
+        content = yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+    else:
+        content = json.dumps(document, indent=2) + "\n"
+    summary = (f"{len(document['topics'])} topic(s), {len(document['groups'])} group(s), "
+               f"{len(document.get('kv', []))} KV setting(s)")
+    if not a.file:
+        return document, content.rstrip("\n")
+    try:
+        with open(a.file, "w", encoding="utf-8") as f:
+            f.write(content)
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot write {a.file}: {exc.strerror or exc}") from None
+    return {**document, "file": a.file}, f"{summary} written to {a.file}"
+
+
 Command = Callable[[Admin, argparse.Namespace], Awaitable[tuple[Any, str]]]
 
 
@@ -436,6 +462,13 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("-c", "--maxNum", dest="max_num", type=int_range(1, 1000), default=64,
                    help="1-1000 (default 64)")
     cmd("clusterList", cluster_list, "the brokers of every cluster")
+    p = cmd("exportEntities", export_entities, "the topics, consumer groups and KV settings of the running brokers "
+                                               "as an entities file (serve --entities reads it back)")
+    p.add_argument("-f", "--file", help="write to this file: YAML for .yaml/.yml, else JSON (default: JSON on "
+                                        "standard output)")
+    p.add_argument("-c", "--clusterName", dest="cluster", help="only this cluster's brokers")
+    p.add_argument("--kv-namespace", action="append", metavar="NAMESPACE",
+                   help="the name server KV namespaces to export (repeatable; default ORDER_TOPIC_CONFIG)")
     p = cmd("brokerStatus", broker_status, "a broker's runtime statistics (every broker, or of -c, without -b)")
     p.add_argument("-b", "--brokerAddr", dest="broker_addr", type=address, metavar="HOST:PORT")
     p.add_argument("-c", "--clusterName", dest="cluster")

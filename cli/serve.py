@@ -96,6 +96,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
                                 "(default): no access control (README \"ACL\"); needs the [acl] extra"),
     "acl-plain-file": ("aclPlainFile", "the plain ACL file with --acl-enable true (default "
                                        "<store>/config/plain_acl.yml; created empty when missing)"),
+    "entities": ("entitiesFile", "declare topics, consumer groups and name server KV settings in FILE (YAML or JSON; "
+                                 "README \"Entities\"), applied at every start: created, or changed to what the file "
+                                 "says"),
     "ready-file": ("readyFile", "once every server accepts, write FILE: JSON with the name server address, each "
                                 "broker's address, the gRPC and dashboard addresses and the pid (written whole, "
                                 "by rename; removed at a clean stop), for scripts that start serve on port 0"),
@@ -252,7 +255,20 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
     except SettingError as exc:
         raise ConfigError(str(exc)) from None
     check_ports(config)
+    if config.entities_file:
+        check_entities(config.entities_file)
     return config
+
+
+def check_entities(path: str) -> None:
+    """The entities file reads and holds no mistake (ConfigError: one line per mistake), before anything starts."""
+    from rocketmq_emulator.protocol.entities import EntitiesError, read_entities_file
+    try:
+        read_entities_file(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the entities file {path!r}: {exc.strerror or exc}") from None
+    except EntitiesError as exc:
+        raise ConfigError("\n".join(exc.problems)) from None
 
 
 def process_started() -> float:
@@ -277,7 +293,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ConfigError as exc:
-        report_error(str(exc), "CONFIG", as_json=False)
+        for line in str(exc).splitlines():  # the entities file's mistakes: one line each
+            report_error(line, "CONFIG", as_json=False)
         return EXIT_USAGE
     import logging
     logging.basicConfig(level=config.log_level.value, stream=sys.stderr,

@@ -6,28 +6,31 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import msgspec
 
 from rocketmq_emulator.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, ConsumeStats, GetConsumerStatusBody,
                                                      OffsetWrapper, ResetOffsetBody, SubscriptionGroupConfig,
-                                                     TopicOffset, TopicStatsTable)
+                                                     SubscriptionGroupWrapper, TopicConfig,
+                                                     TopicConfigSerializeWrapper, TopicOffset, TopicStatsTable)
 from rocketmq_emulator.protocol.bodies import (ClusterInfo, ConsumerConnection, KVTable, MessageQueue, TopicList,
                                                TopicRouteData)
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
                                                           BrokerLifecycleRequestHeader, DropConnectionsResponseHeader,
                                                           EmulatorRequestCode, ExpireFilesNowRequestHeader,
                                                           ExpireFilesNowResponseHeader)
+from rocketmq_emulator.protocol.entities import KvSetting, entities_document
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 DeleteTopicFromNamesrvRequestHeader, GetConsumerStatusRequestHeader,
-                                                GetConsumeStatsRequestHeader, QueryMessageRequestHeader,
+                                                GetConsumeStatsRequestHeader, GetKVListByNamespaceRequestHeader, QueryMessageRequestHeader,
                                                 ResetOffsetRequestHeader, TopicRequestHeader, ViewMessageRequestHeader)
 from rocketmq_emulator.protocol.message import decode_message_id
-from rocketmq_emulator.protocol.topics import (BROADCAST_OFFSET_SUFFIX, RETRY_GROUP_TOPIC_PREFIX, parse_offset_key,
-                                              retry_topic)
+from rocketmq_emulator.protocol.topics import (BROADCAST_OFFSET_SUFFIX, DLQ_GROUP_TOPIC_PREFIX,
+                                               RETRY_GROUP_TOPIC_PREFIX, TOOL_GROUPS, broker_system_topics,
+                                               is_system_group, is_system_topic, parse_offset_key, retry_topic)
 
 from .lifecycle import InstanceUser
 from . import route as routing
@@ -276,6 +279,40 @@ class Admin(InstanceUser):
             await self.instance.api.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
                                          body=cfg.encode(), operation=f"update subscription group {group!r}")
         return addrs
+
+    # -- entities -----------------------------------------------------------------------------------
+    async def export_entities(self, cluster: str | None = None, kv_namespaces: Sequence[str] = ("ORDER_TOPIC_CONFIG",)
+                              ) -> dict[str, Any]:
+        """The user topics and consumer groups of the masters of `cluster` (default: every cluster) and the name
+        server's KV settings of `kv_namespaces`, as an entities file's mapping (protocol/entities.py; RocketMQ's own
+        topics and groups left out); what `serve --entities` reads back."""
+        info = await self.cluster_info()
+        addrs = await self._master_addrs(cluster)
+        added = {t for name, bd in info.broker_addr_table.items() for t in broker_system_topics(bd.cluster, name)}
+        topics: dict[str, TopicConfig] = {}
+        groups: dict[str, SubscriptionGroupConfig] = {}
+        for addr in addrs:
+            response = await self.instance.api.call(addr, RequestCode.GET_ALL_TOPIC_CONFIG,
+                                                    operation="export of the topics")
+            for name, tc in TopicConfigSerializeWrapper.decode(response.body).topic_config_table.items():
+                if not (is_system_topic(name, added) or name.startswith((RETRY_GROUP_TOPIC_PREFIX,
+                                                                        DLQ_GROUP_TOPIC_PREFIX))):
+                    topics.setdefault(name, tc)
+            response = await self.instance.api.call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+                                                    operation="export of the consumer groups")
+            for name, g in SubscriptionGroupWrapper.decode(response.body).subscription_group_table.items():
+                if not is_system_group(name) and name not in TOOL_GROUPS:
+                    groups.setdefault(name, g)
+        kv = []
+        for namespace in kv_namespaces:
+            ext = GetKVListByNamespaceRequestHeader(namespace=namespace).to_ext()
+            response = await self.instance.invoke_namesrv(request(RequestCode.GET_KVLIST_BY_NAMESPACE, ext))
+            if response.code == ResponseCode.SUCCESS:
+                kv += [KvSetting(namespace, k, v) for k, v in sorted(KVTable.decode(response.body).table.items())]
+            elif response.code != ResponseCode.QUERY_NOT_FOUND:  # QUERY_NOT_FOUND: an empty namespace
+                raise response_error(response.code, response.remark, operation=f"KV list of {namespace}",
+                                     addr=NAMESRV)
+        return entities_document(list(topics.values()), list(groups.values()), kv)
 
     # -- reset offsets ------------------------------------------------------------------------------
     async def reset_offset_by_timestamp(self, group: str, topic: str, timestamp: int, *, force: bool = True,

@@ -104,6 +104,21 @@ async def test_the_grpc_endpoint_and_the_dashboard_through_remapped_ports(contai
     assert b"rocketmq-emulator dashboard" in page
 
 
+async def test_a_mounted_entities_file_declares_the_topics_and_groups(container, tmp_path):
+    """The image reads /etc/rocketmq-emulator/entities.yaml (an empty one by default): a file mounted over it
+    declares the topics and groups."""
+    entities = tmp_path / "entities.yaml"
+    entities.write_text("topics:\n  - {name: orders, queues: 3}\ngroups:\n  - {name: billing, retryMaxTimes: 2}\n")
+    entities.chmod(0o644)
+    ns_port, broker_port = free_port(), free_port()
+    container(*remapped(ns_port, broker_port), "-v", f"{entities}:/etc/rocketmq-emulator/entities.yaml:ro")
+    async with Admin(f"127.0.0.1:{ns_port}") as admin:
+        assert len(await admin.topic_status("orders")) == 3
+        exported = await admin.export_entities()
+    assert exported["topics"] == [{"name": "orders", "queues": 3}]
+    assert exported["groups"] == [{"name": "billing", "retryMaxTimes": 2}]
+
+
 async def test_volume_backed_store_survives_a_new_container(container):
     volume = f"rmq-emu-test-{uuid.uuid4().hex[:8]}"
     try:

@@ -261,3 +261,38 @@ def test_the_readme_fast_forward_example_passes(pytester):
     project(pytester, test_time=block.split("```python\n", 1)[1].rsplit("```", 1)[0])
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2)
+
+
+def test_the_entities_file_declares_the_session_emulators_topics_and_groups(pytester):
+    """`rocketmq_entities` in the ini file (relative to the rootdir), or `--rocketmq-entities FILE`: the session's
+    emulator starts with the file's topics and groups."""
+    pytester.makeini(INI + "rocketmq_entities = entities.json\n")
+    pytester.makefile(".json", entities=json.dumps({"topics": [{"name": "Declared", "queues": 2,
+                                                                "messageType": "FIFO"}],
+                                                    "groups": [{"name": "declared-group", "retryMaxTimes": 2}]}))
+    pytester.makepyfile(test_entities="""
+import pytest
+
+@pytest.mark.asyncio
+async def test_declared(rocketmq_broker):
+    async with rocketmq_broker.admin() as admin:
+        route = await admin.topic_route("Declared")
+        exported = await admin.export_entities()
+    assert [(q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [(2, 2)]
+    assert {"name": "Declared", "queues": 2, "messageType": "FIFO"} in exported["topics"]
+    assert {"name": "declared-group", "retryMaxTimes": 2} in exported["groups"]
+""")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    other = pytester.path / "other.json"
+    other.write_text(json.dumps({"topics": [{"name": "Declared", "queues": 3}]}))
+    pytester.makepyfile(test_entities="""
+import pytest
+
+@pytest.mark.asyncio
+async def test_declared(rocketmq_broker):
+    async with rocketmq_broker.admin() as admin:
+        route = await admin.topic_route("Declared")
+    assert [q.read_queue_nums for q in route.queue_datas] == [3]
+""")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-entities", str(other)).assert_outcomes(
+        passed=1)

@@ -80,6 +80,12 @@ def is_system_topic(topic: str, added: Collection[str] = ()) -> bool:
     return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX) or topic in added
 
 
+#: the groups every broker has from its start (4.9.8's SubscriptionGroupManager.init); CID_RMQ_SYS_TRACE is made on
+#: first use
+TOOL_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+               "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL")
+
+
 def is_system_group(group: str) -> bool:
     return group.startswith(SYSTEM_GROUP_PREFIX)
 

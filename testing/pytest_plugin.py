@@ -62,6 +62,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rocketmq-compat", default=None, choices=["5", "4.9"],
                     help="answer as Apache RocketMQ 4.9.8 (4.9) or 5.x (5, the default) where they differ "
                          "(serve --compat)")
+    group.addoption("--rocketmq-entities", default=None, metavar="FILE",
+                    help="declare the emulator's topics, groups and KV settings in FILE (serve --entities; YAML or "
+                         "JSON); also the rocketmq_entities ini setting, relative to the rootdir")
+    parser.addini("rocketmq_entities", "the emulator's entities file (serve --entities), relative to the rootdir")
     group.addoption("--rocketmq-no-trace", action="store_true", default=False,
                     help="do not trace the emulator's traffic (by default a failed test's report shows the "
                          "requests and answers exchanged during the test)")
@@ -120,8 +124,12 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
     log_path = root / "emulator.log"
     trace = None if request.config.getoption("rocketmq_no_trace") else root / "trace.log"
     compat = request.config.getoption("rocketmq_compat")
+    entities = request.config.getoption("rocketmq_entities")
+    if not entities and request.config.getini("rocketmq_entities"):
+        entities = str(request.config.rootpath / str(request.config.getini("rocketmq_entities")))
     broker = launch_emulator(root, *(("--trace", str(trace)) if trace is not None else ()),
                              *(("--compat", compat) if compat else ()),
+                             *(("--entities", str(Path(entities).resolve())) if entities else ()),
                              brokers=request.config.getoption("rocketmq_brokers"),
                              grpc=request.config.getoption("rocketmq_grpc"))
     if trace is not None:

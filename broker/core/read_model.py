@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from rocketmq_emulator.protocol import PermName
 from rocketmq_emulator.protocol.bodies import MessageModel
 from rocketmq_emulator.protocol.message import MessageExt, decode_message_id, decode_messages
-from rocketmq_emulator.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, is_system_group
+from rocketmq_emulator.protocol.topics import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TOOL_GROUPS,
+                                               is_system_group)
 
-from ..state.subscription_group import TOOL_GROUPS
 from ..state.topic_config import topic_message_type
 from .consume_stats import consume_stats
 from .runtime_config import registered_perm

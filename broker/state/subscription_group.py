@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from rocketmq_emulator.protocol.topics import is_system_group
+from rocketmq_emulator.protocol.topics import TOOL_GROUPS, is_system_group
 
 from .config_file import load_config_file, write_config_file
-
-TOOL_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
-               "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL")  # CID_RMQ_SYS_TRACE: made on first use
 
 
 class SubscriptionGroupManager:
