@@ -57,7 +57,6 @@ ENV PATH=/opt/venv/bin:$PATH \
     ROCKETMQ_EMULATOR_DASHBOARD_PORT=8080 \
     ROCKETMQ_EMULATOR_ENTITIES=/etc/rocketmq-emulator/entities.yaml
 
-
 # The store: a fresh anonymous volume per container (ephemeral), or mount a named volume to keep it.
 VOLUME /data
 # 9876 name server, 10911 broker, 10909 the broker's VIP channel (only Java clients that enable it use it);

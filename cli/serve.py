@@ -97,7 +97,7 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "acl-plain-file": ("aclPlainFile", "the plain ACL file with --acl-enable true (default "
                                        "<store>/config/plain_acl.yml; created empty when missing)"),
     "entities": ("entitiesFile", "declare topics, consumer groups and name server KV settings in FILE (YAML or JSON; "
-                                 "README \"Entities\"), applied at every start: created, or changed to what the file "
+                                 "docs/user/entities.md), applied at every start: created, or changed to what the file "
                                  "says"),
     "ready-file": ("readyFile", "once every server accepts, write FILE: JSON with the name server address, each "
                                 "broker's address, the gRPC and dashboard addresses and the pid (written whole, "

@@ -150,11 +150,13 @@ def test_the_environment_variable_names_the_file(tmp_path):
 
 def test_the_java_client_uses_a_declared_topic_on_a_broker_that_creates_none(tmp_path, java_clients):
     """autoCreateTopicEnable=false: only the file's topic exists; the official Java 4.9.8 producer sends to it
-    and a push consumer of the declared group reads every message (the group's retry settings as declared)."""
+    and a push consumer of the declared group reads every message (the group's retry settings as declared). The
+    topic is typed FIFO: a remoting send is stored whatever its type, as the real 5.3.3 broker stores it (the type
+    check is the gRPC proxy's)."""
     conf = tmp_path / "broker.conf"
     conf.write_text("autoCreateTopicEnable=false\n")
     entities = tmp_path / "entities.json"
-    entities.write_text(json.dumps({"topics": [{"name": "Declared", "queues": 2}],
+    entities.write_text(json.dumps({"topics": [{"name": "Declared", "queues": 2, "messageType": "FIFO"}],
                                     "groups": [{"name": "GID_declared", "retryMaxTimes": 1}]}))
     broker = launch_emulator(tmp_path / "emu", "--config", str(conf), "--entities", str(entities))
     try:

@@ -1,5 +1,5 @@
 """The entities file: topics, consumer groups and name server KV settings declared before any client starts, as
-other emulators declare theirs (README "Entities"). `serve --entities FILE` reads it (broker/entities.py applies
+other emulators declare theirs (docs/user/entities.md). `serve --entities FILE` reads it (broker/entities.py applies
 it); `admin exportEntities` writes a running broker's in the same format. One home for the format, read by the
 broker and written by the client.
 

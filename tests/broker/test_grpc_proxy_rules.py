@@ -61,3 +61,20 @@ async def test_update_and_create_topic_takes_5x_attributes_and_keeps_them_on_a_p
         assert (mixed.code, mixed.remark) == (ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
         assert b'"attributes":{"message.type":"DELAY"}' in (tmp_path / "store" / "config" / "topics.json").read_bytes() \
             .replace(b" ", b"").replace(b"\n", b"").replace(b"\t", b"")
+
+
+async def test_a_remoting_send_to_a_typed_topic_is_stored_whatever_its_type(tmp_path):
+    """The type check is the proxy's (gRPC); a 5.x broker's remoting port stores any message. Asked of the real
+    5.3.3 broker on 2026-11-27 (topics made with +message.type=FIFO / DELAY / TRANSACTION, then a plain
+    SEND_MESSAGE_V2 to each, and a delayed one to the FIFO topic): SEND_OK every time."""
+    from rocketmq_emulator.protocol import RequestCode, ResponseCode
+    from rocketmq_emulator.testing.broker_harness import BrokerHarness
+    async with BrokerHarness(tmp_path / "store") as harness:
+        for topic, kind in (("TypedFifo", "FIFO"), ("TypedDelay", "DELAY"), ("TypedTx", "TRANSACTION")):
+            made = await harness.ask(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                "topic": topic, "readQueueNums": "2", "writeQueueNums": "2", "perm": "6",
+                "attributes": f"+message.type={kind}"})
+            assert made.code == ResponseCode.SUCCESS
+            assert (await harness.send(topic, b"normal")).code == ResponseCode.SUCCESS
+        delayed = await harness.send("TypedFifo", b"delayed", properties={"DELAY": "2"})
+        assert delayed.code == ResponseCode.SUCCESS
