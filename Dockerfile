@@ -5,8 +5,9 @@
 # The base is a build argument so the image also builds from a local stand-in where no registry is reachable.
 ARG BASE_IMAGE=python:3.11-slim
 
-# The builder stage compiles the native lane (native/_lane.c) into the package's wheel; the image gets the wheel
-# and no compiler. The build fails if the wheel came out without the lane (a pure-Python wheel is not abi3).
+# The builder stage makes the package's wheel with the release's command (python -m build --wheel, README
+# "Releases"), compiling the native lane (native/*.c) into it; the image gets the wheel and no compiler. The build
+# fails if the wheel came out without the lane (a pure-Python wheel is not abi3).
 FROM ${BASE_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN apt-get update -qq \
@@ -22,7 +23,8 @@ COPY spark_tools /src/spark_tools
 COPY store /src/store
 COPY testing /src/testing
 RUN python3 -m venv /opt/build \
-    && /opt/build/bin/pip wheel -q --no-deps -w /wheels /src \
+    && /opt/build/bin/pip install -q build \
+    && /opt/build/bin/python -m build --wheel --outdir /wheels /src \
     && ls /wheels/rocketmq_emulator-*-abi3-*.whl
 
 FROM ${BASE_IMAGE}

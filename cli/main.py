@@ -52,7 +52,8 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         from .version import package_version
-        parser.exit(message=f"rocketmq-emulator {package_version()}\n")
+        sys.stdout.write(f"rocketmq-emulator {package_version()}\n")  # stdout, as argparse's own version action
+        parser.exit()
 
 
 def build_parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:

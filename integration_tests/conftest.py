@@ -69,7 +69,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_parity_record.py": ("parity-record",),
     "test_parity_remoting.py": (),
     "test_pytest_plugin.py": (),
-    "test_python_path.py": ("cpp",),  # send/pull unit tests and TCP modules again, ROCKETMQ_EMULATOR_NATIVE=0
+    "test_python_path.py": ("cpp",),
+    "test_release.py": (),  # send/pull unit tests and TCP modules again, ROCKETMQ_EMULATOR_NATIVE=0
     "test_request_reply.py": ("java",),
     "test_reset_durability.py": ("java",),
     "test_send_refusals.py": (),
@@ -95,6 +96,7 @@ SHARED_SETUP: dict[str, str] = {
     "test_spark.py": "spark",                     # one Spark session
     "test_container.py": "container",             # the image, built once
     "test_container_tools.py": "container",
+    "test_release.py": "release",                 # the sdist and wheel, built once
 }
 
 
