@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol.entities import Entities
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
-from rocketmq_emulator.protocol.errors import PortUnavailable
+from rocketmq_emulator.protocol.transport import PortUnavailable
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 

@@ -156,7 +156,7 @@ class Emulator:
             from .grpc.server import GrpcEndpoint  # the [grpc] extra: imported only when enabled
             return GrpcEndpoint(self.fronts,
                                 self.config.host, port, self.config.broker.broker_ip1, self.config.grpc_tls_port,
-                                Path(self.store_root) / "config" / "grpc-tls")
+                                Path(self.store_root) / "config" / "grpc-tls", tracer=self.tracer)
         self.grpc = await self._start_front("the gRPC endpoint", "grpc", make)
 
     async def _start_front(self, what: str, extra: str, make: Callable[[], F]) -> F:

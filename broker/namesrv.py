@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, R
 from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_emulator.protocol.bodies import (Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList,
                                                TopicRouteData)
-from rocketmq_emulator.protocol.errors import PortUnavailable
+from rocketmq_emulator.protocol.transport import PortUnavailable
 from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader,
                                                 DeleteTopicFromNamesrvRequestHeader, GetKVListByNamespaceRequestHeader,
                                                 GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,

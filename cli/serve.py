@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
     import uvloop
 
     from rocketmq_emulator.broker.emulator import serve
-    from rocketmq_emulator.protocol.errors import PortUnavailable
+    from rocketmq_emulator.protocol.transport import PortUnavailable
     try:
         uvloop.run(serve(config, started=process_started()))
     except KeyboardInterrupt:

@@ -79,7 +79,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_spark_seed_command.py": ("spark",),
     "test_sql92_filter.py": ("java",),
     "test_start_refusals.py": (),
-    "test_trace.py": ("cpp",),
+    "test_trace.py": ("cpp", "grpc5"),
     "test_trace_render.py": (),
     "test_transactions.py": ("java",),
     "test_types.py": (),

@@ -181,3 +181,57 @@ def test_trace_refuses_a_file_that_is_not_a_trace(tmp_path):
     comments_only.write_text("# trace: 3 lines dropped (the renderer could not keep up)\n\n")
     proc = subprocess.run([*COMMAND, "trace", str(comments_only)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("# trace: 3 lines dropped"), proc.stderr
+
+
+def test_the_5x_clients_grpc_calls_are_traced_and_filtered_like_remoting_requests(tmp_path):
+    """The official 5.x Python client through the gRPC endpoint: each call is a request and its answer (the
+    method, the remoting code it stands for, its topic and group, the status), Telemetry commands one-way; the
+    live filters and `rocketmq-emulator trace` treat them as remoting requests (--codes SEND_MESSAGE_V2 keeps the
+    5.x sends), in JSON and in text."""
+    from integration_tests.py5_client import run_py5
+    from rocketmq_emulator.client import Admin
+    from rocketmq_emulator.testing.emulator_process import launch_emulator
+    trace = tmp_path / "trace.jsonl"
+    broker = launch_emulator(tmp_path / "emu", "--trace", str(trace), "--trace-format", "json", grpc=True)
+    try:
+        async def create() -> None:
+            async with Admin(broker.namesrv_addr) as admin:
+                await admin.create_topic("GT", 2, 2)
+        asyncio.run(create())
+        assert broker.grpc_endpoint is not None
+        sent = run_py5(["produce", "--endpoint", broker.grpc_endpoint, "--topic", "GT", "--count", "2"],
+                       home=tmp_path / "py5", timeout=120)
+        assert len(sent.of("sent")) == 2, sent.describe()
+        got = run_py5(["simple", "--endpoint", broker.grpc_endpoint, "--topic", "GT", "--group", "GG", "--expect",
+                       "2"], home=tmp_path / "py5", timeout=120)
+        assert len(got.of("received")) == 2, got.describe()
+    finally:
+        broker.stop()
+    recs = [r for r in records(trace) if r["port"] == "grpc"]
+    sends = requests_named(recs, "SendMessage")
+    assert len(sends) == 2 and all(s["code"] == 310 and s["header"]["topic"] == "GT" and
+                                   s["header"]["messages"] == "1" and s["language"] == "PYTHON" for s in sends), sends
+    for send in sends:
+        [answer] = answers_to(recs, send)
+        assert (answer["name"], answer["request"], answer["code"]) == ("OK", "SendMessage", 20000), answer
+    receives = requests_named(recs, "ReceiveMessage")
+    assert receives and all(r["header"]["group"] == "GG" and r["header"]["topic"] == "GT" for r in receives)
+    delivered = [int(a["header"]["messages"]) for r in receives for a in answers_to(recs, r)]
+    assert sum(delivered) == 2, delivered
+    assert len(requests_named(recs, "AckMessage")) >= 1
+    telemetry = [r for r in recs if r["name"] == "Telemetry"]
+    assert {r["dir"] for r in telemetry} == {"in", "out"} and all(r["flag"] == 2 for r in telemetry)  # one-way
+
+    def trace_cli(path: Path, *args: str) -> list[str]:
+        done = subprocess.run([*COMMAND, "trace", str(path), *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+    only_sends = [json.loads(line) for line in trace_cli(trace, "--codes", "SEND_MESSAGE_V2", "--json")]
+    assert {(r["port"], r["kind"]) for r in only_sends} == {("grpc", "request"), ("grpc", "response")}
+    assert len(only_sends) == 4
+    text = tmp_path / "trace.txt"
+    text.write_text("\n".join(line for line in trace_cli(trace) if "[grpc]" in line) + "\n")
+    by_group = trace_cli(text, "--group", "GG")
+    assert by_group and all("[grpc]" in line for line in by_group)
+    assert any("<- ReceiveMessage(200050)" in line for line in by_group)
+    assert any("-> answer to ReceiveMessage: OK(20000)" in line for line in by_group), by_group

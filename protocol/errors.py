@@ -40,24 +40,3 @@ class BrokerError(RocketMQError):
         name = getattr(self.code, "name", str(code))
         super().__init__(f"{name} ({int(code)}): {self.remark}" if self.remark else f"{name} ({int(code)})")
 
-
-class PortUnavailable(OSError):
-    """A server cannot listen on its port. `role`: which server ("namesrv", "broker", "grpc", "grpc-tls",
-    "dashboard"), for the command line to name its flag; the message names the server and the address."""
-
-    def __init__(self, role: str, server: str, host: str, port: int, cause: OSError) -> None:
-        import errno
-        import os
-        if cause.errno == errno.EADDRINUSE:
-            reason = "the port is in use (by another program, or another server of this one)"
-        elif cause.errno == errno.EACCES:
-            reason = "permission denied (ports below 1024 need privileges)"
-        elif cause.errno == errno.EADDRNOTAVAIL:
-            reason = "the address is not one of this host's"
-        else:
-            reason = os.strerror(cause.errno) if cause.errno else str(cause)
-        super().__init__(cause.errno, f"{server} cannot listen on {host}:{port}: {reason}")
-        self.role = role
-
-    def __str__(self) -> str:
-        return str(self.strerror)

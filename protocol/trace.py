@@ -32,6 +32,8 @@ from .message import POS_PHYSICAL_OFFSET, POS_QUEUE_ID, POS_QUEUE_OFFSET, POS_TO
 
 
 _SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
+#: the port name of the gRPC endpoint's records (broker/grpc/trace.py)
+GRPC_PORT = "grpc"
 _GROUP_FIELDS = ("consumerGroup", "producerGroup", "group", "a")
 _TOPIC_FIELDS = ("topic", "b")
 _MAX_PENDING = 20_000  # per connection and direction: requests still waiting for their traced answer
@@ -176,10 +178,17 @@ class Renderer:
         if response:
             rec["request_code"] = request_code
             rec["request"] = request_code_name(request_code)
+        grpc = port_name == GRPC_PORT and ext_fields is not None and "rpc" in ext_fields
+        if grpc:  # a gRPC call (broker/grpc/trace.py): named by its method and status, not by remoting codes
+            assert ext_fields is not None
+            if response:
+                rec["name"], rec["request"] = ext_fields.get("status", str(code)), ext_fields["rpc"]
+            else:
+                rec["name"] = ext_fields["rpc"]
         if client_id:
             rec["client"] = client_id
-        if direction == "in" and not response:  # the peer's language and version: from its own request ...
-            language, version = cmd_language, cmd_version
+        if direction == "in" and not response and not grpc:  # the peer's language and version: from its own
+            language, version = cmd_language, cmd_version  # request ...
         if language:  # ... else as its heartbeat told
             rec["language"], rec["version"] = language, version
         if remark:

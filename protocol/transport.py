@@ -30,6 +30,7 @@ to do) and the broker plain ConnectionError/TimeoutError.
 from __future__ import annotations
 
 import asyncio
+import errno
 import inspect
 import logging
 import socket
@@ -376,6 +377,26 @@ class RemotingConnection(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.closed:
             self.transport.close()
+
+
+class PortUnavailable(OSError):
+    """A server cannot listen on its port. `role`: which server ("namesrv", "broker", "grpc", "grpc-tls",
+    "dashboard"), for the command line to name its flag; the message names the server and the address."""
+
+    def __init__(self, role: str, server: str, host: str, port: int, cause: OSError) -> None:
+        if cause.errno == errno.EADDRINUSE:
+            reason = "the port is in use (by another program, or another server of this one)"
+        elif cause.errno == errno.EACCES:
+            reason = "permission denied (ports below 1024 need privileges)"
+        elif cause.errno == errno.EADDRNOTAVAIL:
+            reason = "the address is not one of this host's"
+        else:
+            reason = cause.strerror or str(cause)
+        super().__init__(cause.errno, f"{server} cannot listen on {host}:{port}: {reason}")
+        self.role = role
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class RemotingServer:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 import msgspec
 from aiohttp import web
 
-from rocketmq_emulator.protocol.errors import PortUnavailable
+from rocketmq_emulator.protocol.transport import PortUnavailable
 
 from . import actions, views
 from .hosts import HostCheck, host_middleware

@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator, Callable, Iterable
 
 import grpc
 
-from rocketmq_emulator.protocol.errors import PortUnavailable
+from rocketmq_emulator.protocol.transport import PortUnavailable
 from rocketmq_emulator.protocol.grpc_v2 import SERVICE, method_names, method_types, v2
 
 from ..core.acl.grpc_auth import guard_method
@@ -20,6 +20,7 @@ from ..core.read_model import BrokerFront
 from .converter import status
 from .limits import SEND_IN_FLIGHT, receive_limit
 from .messaging import MessagingService
+from .trace import GrpcTrace
 
 C = v2.Code
 
@@ -109,7 +110,8 @@ class GrpcEndpoint:
     in routes when a client sends no endpoints of its own."""
 
     def __init__(self, brokers: Callable[[], Iterable[BrokerFront]], host: str, port: int,
-                 advertised_host: str, tls_port: int | None = None, tls_dir: Path | None = None) -> None:
+                 advertised_host: str, tls_port: int | None = None, tls_dir: Path | None = None,
+                 tracer: Any = None) -> None:
         self.host = host
         self.port = port
         #: the TLS port (tls.py), when asked for; its certificate is kept in `tls_dir`
@@ -119,6 +121,8 @@ class GrpcEndpoint:
         self.service = MessagingService(brokers, lambda: (self.advertised_host, self.port))
         self._server: Any = None
         self._brokers = brokers
+        #: the wire trace (broker/trace.py's Tracer), when on: every call is traced (trace.py)
+        self.trace = GrpcTrace(tracer) if tracer is not None else None
         #: gRPC's maximum receive size (limits.receive_limit), set at start
         self.max_receive = 0
 
@@ -134,6 +138,8 @@ class GrpcEndpoint:
             request, response, client_streaming, server_streaming = method_types(name)
             if acl is not None:  # a refusal is PERMISSION_DENIED, as on the 5.x proxy (core/acl/grpc_auth.py)
                 fn = guard_method(fn, client_streaming, server_streaming, acl.validate_grpc)
+            if self.trace is not None:
+                fn = self.trace.wrap(name, fn, client_streaming, server_streaming)
             make = {(False, False): grpc.unary_unary_rpc_method_handler,
                     (False, True): grpc.unary_stream_rpc_method_handler,
                     (True, True): grpc.stream_stream_rpc_method_handler,
