@@ -14,6 +14,7 @@ from rocketmq_emulator.client.message import ReceivedMessage
 from rocketmq_emulator.protocol.admin_bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupConfig
 from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.errors import ProtocolError
+from rocketmq_emulator.protocol.namespaces import namespace_of
 
 from .args import address, boolean, float_range, int_range
 
@@ -97,8 +98,14 @@ async def delete_topic(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
 
 
 async def topic_list(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
-    topics = await admin.topic_list()
-    return {"topicList": topics}, "\n".join(topics)
+    """The topics, grouped by namespace (those without one first); with --namespace, only that one's."""
+    topics = sorted(await admin.topic_list(), key=lambda t: (namespace_of(t), t))
+    if a.namespace:
+        topics = [t for t in topics if namespace_of(t) == a.namespace]
+    by_namespace: dict[str, list[str]] = {}
+    for t in topics:
+        by_namespace.setdefault(namespace_of(t), []).append(t)
+    return {"topicList": topics, "byNamespace": by_namespace}, "\n".join(topics)
 
 
 async def topic_route(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
@@ -154,7 +161,8 @@ async def consumer_progress(admin: Admin, a: argparse.Namespace) -> tuple[Any, s
             f"{text}\n\nConsume TPS: {tps:.2f}\nDiff Total: {diff}"
     out: list[dict[str, Any]] = []
     rows = []
-    for group in await admin.consumer_groups():
+    groups = sorted(await admin.consumer_groups(), key=lambda g: (namespace_of(g), g))
+    for group in (g for g in groups if not a.namespace or namespace_of(g) == a.namespace):
         try:
             _, _, diff, tps = await _progress(admin, group)
         except Exception as exc:  # noqa: BLE001 - mqadmin skips groups it cannot read

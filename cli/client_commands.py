@@ -56,7 +56,31 @@ def _common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="machine-readable output; errors as JSON on stderr")
     parser.add_argument("--timeout", type=float_range(0.001, 3600), default=3.0,
                         help="request timeout in seconds (default 3)")
+    parser.add_argument("--namespace", default=None, type=namespace_type,
+                        help="the namespace of -t and -g (as a 4.x client's setNamespace: NS%%TOPIC, NS%%GROUP); "
+                             "lists show only its resources")
     return parser
+
+
+def namespace_type(text: str) -> str:
+    """An argparse type: a namespace, as RocketMQ allows its characters (no `%`, which separates it)."""
+    from rocketmq_emulator.protocol.topics import name_problem
+    problem = name_problem("namespace", text)
+    if problem is not None or "%" in text:
+        raise argparse.ArgumentTypeError(problem or f"{text!r}: a namespace cannot hold '%' (it separates the "
+                                                    f"namespace from the name)")
+    return text
+
+
+def in_namespace(args: argparse.Namespace) -> None:
+    """With --namespace, the -t topic and -g group as the namespace's client names them (`ns%Orders`)."""
+    if not getattr(args, "namespace", None):
+        return
+    from rocketmq_emulator.protocol.namespaces import wrap_namespace
+    for attr in ("topic", "group"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str) and value:
+            setattr(args, attr, wrap_namespace(args.namespace, value))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str,
@@ -129,6 +153,7 @@ def _emit(out: TextIO, args: argparse.Namespace, data: Any, text: str) -> None:
 
 async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
     from rocketmq_emulator.client.admin import Admin
+    in_namespace(args)
     async with Admin(args.namesrv, timeout=args.timeout) as admin:
         data, text = await args.run(admin, args)
     _emit(out, args, data, text)
@@ -161,6 +186,7 @@ def _properties(items: list[str]) -> dict[str, str]:
 
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     import asyncio
+    in_namespace(args)
     props = _properties(args.property)
     if args.delay_level is not None and args.batch:
         raise UsageError("--delay-level cannot be used with --batch: a broker refuses delayed batches")
@@ -228,6 +254,7 @@ _POLL_S, _HEALTH_CHECK_S = 0.2, 2.0
 
 
 async def run_consume(args: argparse.Namespace, out: TextIO) -> int:
+    in_namespace(args)
     import asyncio
     import signal
 

@@ -57,6 +57,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_mqadmin_admin.py": ("java",),
     "test_mqadmin_commands.py": ("java",),
     "test_multi_broker.py": ("cpp",),
+    "test_namespaces.py": ("java", "grpc5"),
     "test_offset_durability.py": (),
     "test_offset_journal_disk_full.py": (),
     "test_offset_transfer.py": ("cpp",),

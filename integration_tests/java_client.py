@@ -106,11 +106,12 @@ class JavaClients:
         shutil.copytree(HERE / "conf", self.rmq_home / "conf", dirs_exist_ok=True)
         return self
 
-    def _java(self, home: Path, cp: list[str], main: str, args: tuple[object, ...]) -> list[str]:
+    def _java(self, home: Path, cp: list[str], main: str, args: tuple[object, ...],
+              props: dict[str, str] | None = None) -> list[str]:
         home.mkdir(parents=True, exist_ok=True)
         return ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Duser.home={home}",
                 f"-Drocketmq.home.dir={self.rmq_home}", "-Drocketmq.client.logUseSlf4j=false",
-                "-cp", os.pathsep.join(cp), main, *map(str, args)]
+                *(f"-D{k}={v}" for k, v in (props or {}).items()), "-cp", os.pathsep.join(cp), main, *map(str, args)]
 
     def mqadmin(self, *args: object, timeout: float = 60, home: Path | None = None) -> str:
         """Run `mqadmin ARGS` (plus getConsumerStatus, which 4.9.8 ships but does not register); its output.
@@ -143,16 +144,18 @@ class JavaClients:
             outputs[int(m.group(1))] = m.group(2)
         return outputs
 
-    def start(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None
-              ) -> DriverHandle:
-        """Start a driver (`Produce`, `PushConsume`, `LitePull`); JSON-line events; killed after `timeout`."""
+    def start(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None,
+              props: dict[str, str] | None = None) -> DriverHandle:
+        """Start a driver (`Produce`, `PushConsume`, `LitePull`); JSON-line events; killed after `timeout`.
+        `props`: Java system properties (`{"rmq.namespace": "ns"}`: Produce and PushConsume set that namespace)."""
         home = Path(home) if home is not None else self.workdir / "home"
-        proc = subprocess.Popen(self._java(home, self.client_cp, driver, args), cwd=home, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(self._java(home, self.client_cp, driver, args, props), cwd=home,
+                                stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
         return DriverHandle(proc, timeout, None)
 
-    def run(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None
-            ) -> DriverHandle:
-        handle = self.start(driver, *args, timeout=timeout, home=home)
+    def run(self, driver: str, *args: object, timeout: float, home: str | os.PathLike | None = None,
+            props: dict[str, str] | None = None) -> DriverHandle:
+        handle = self.start(driver, *args, timeout=timeout, home=home, props=props)
         handle.wait()
         return handle

@@ -3,7 +3,8 @@
 user. It runs in a virtual environment of its own (integration_tests/py5_client.py makes it): the package's
 import name clashes with the C++ client's, and its generated stubs with any other copy of RocketMQ's protos.
 
-One JSON object per line on stdout, flushed at once, each with its time `t` (epoch seconds):
+Every command also takes --namespace NS (the client's ClientConfiguration namespace). One JSON object per line on
+stdout, flushed at once, each with its time `t` (epoch seconds):
 
     produce --endpoint H:P --topic T --count N [--tag A] [--keys 'k{i}'] [--prop K=V ...] [--message-group G]
             [--delay-s S] [--transaction commit|rollback|unknown] [--checker commit|rollback] [--hold S] [--tls]
@@ -41,14 +42,14 @@ def emit(event: str, **fields: object) -> None:
 
 
 def config(args: argparse.Namespace) -> ClientConfiguration:
-    return ClientConfiguration(args.endpoint, Credentials(), request_timeout=10)
+    return ClientConfiguration(args.endpoint, Credentials(), namespace=args.namespace, request_timeout=10)
 
 
 def describe(msg: Message, group: str = "") -> dict:
     return {"message_id": msg.message_id, "body": msg.body.decode(errors="replace"), "tag": msg.tag,
             "keys": sorted(msg.keys or ()), "props": dict(msg.properties or {}), "attempt": msg.delivery_attempt,
-            "topic": msg.topic, "message_group": msg.message_group, "delivery_ts": msg.delivery_timestamp,
-            "group": group}
+            "topic": msg.topic, "namespace": msg.namespace or "", "message_group": msg.message_group,
+            "delivery_ts": msg.delivery_timestamp, "group": group}
 
 
 class Checker(TransactionChecker):
@@ -176,6 +177,7 @@ def main() -> None:
         p.add_argument("--expect", type=int)
         p.add_argument("--duration", type=float, default=30.0)
         p.add_argument("--tls", action="store_true", help="TLS (trusting $GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)")
+        p.add_argument("--namespace", default="", help="the client's namespace (ClientConfiguration)")
     p = sub.choices["produce"]
     p.add_argument("--count", type=int, default=1)
     p.add_argument("--body-prefix", default="m")

@@ -177,3 +177,26 @@ def test_read_only_hides_and_refuses_the_actions(tmp_path):
             assert cells(page, "topics", "topic") == ["Orders"]
     finally:
         broker.stop()
+
+
+def test_the_topic_and_group_lists_group_resources_by_namespace(dashboard):
+    """Topics and groups of a 4.x client's namespace (`MQ_INST_1_a%Orders`): a namespace column, rows grouped by
+    namespace, and a namespace select that keeps one namespace's rows."""
+    ns, url = dashboard.namesrv_addr, dashboard.dashboard_url
+    for namespace in ("MQ_INST_1_a", "MQ_INST_1_b"):
+        assert run_cli("admin", "updateTopic", "-n", ns, "--namespace", namespace, "-t", "Orders").returncode == 0
+        assert run_cli("admin", "updateSubGroup", "-n", ns, "--namespace", namespace, "-g", "billing").returncode == 0
+    with browser_page() as page:
+        page.goto(url + "#/topics")
+        page.wait_for_selector('[data-testid="topics"] td[data-col="namespace"]')
+        assert cells(page, "topics", "namespace") == ["", "MQ_INST_1_a", "MQ_INST_1_b"]
+        assert cells(page, "topics", "topic") == ["Orders", "MQ_INST_1_a%Orders", "MQ_INST_1_b%Orders"]
+        page.select_option("#namespace", "MQ_INST_1_b")
+        page.wait_for_function("document.querySelectorAll('[data-testid=topics] tbody tr').length === 1")
+        assert cells(page, "topics", "topic") == ["MQ_INST_1_b%Orders"]
+        page.goto(url + "#/groups")
+        page.wait_for_selector('[data-testid="groups"] td[data-col="namespace"]')
+        assert cells(page, "groups", "group") == ["MQ_INST_1_a%billing", "MQ_INST_1_b%billing"]
+        page.select_option("#namespace", "MQ_INST_1_a")
+        page.wait_for_function("document.querySelectorAll('[data-testid=groups] tbody tr').length === 1")
+        assert cells(page, "groups", "namespace") == ["MQ_INST_1_a"]

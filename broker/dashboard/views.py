@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.protocol.namespaces import namespace_of
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, dlq_topic, pop_retry_topic, retry_topic
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ def topics(b: ReadModel, system: bool = False) -> list[dict[str, Any]]:
     for tc in b.topics(system):
         name = tc.topic_name
         queues = queue_stats(b, name, max(tc.read_queue_nums, tc.write_queue_nums))
-        out.append({"topic": name, "readQueues": tc.read_queue_nums, "writeQueues": tc.write_queue_nums,
+        out.append({"topic": name, "namespace": namespace_of(name), "readQueues": tc.read_queue_nums,
+                    "writeQueues": tc.write_queue_nums,
                     "perm": tc.perm, "routePerm": route_perm(b, name), "messages": sum(q["messages"] for q in queues),
                     "lastStoreTime": max((q["lastStoreTime"] for q in queues), default=0),
                     "kind": b.topic_kind(name)})
@@ -203,7 +205,8 @@ def groups(b: ReadModel) -> list[dict[str, Any]]:
     for g in b.user_groups():
         stats = b.progress(g)
         state, broadcasting = group_state(b, g)
-        out.append({"group": g, "state": state, "broadcasting": broadcasting, "clients": len(b.clients_of(g)),
+        out.append({"group": g, "namespace": namespace_of(g), "state": state, "broadcasting": broadcasting,
+                    "clients": len(b.clients_of(g)),
                     "topics": sorted({mq.topic for mq in stats.offset_table}),
                     "diff": sum(max(0, w.broker_offset - w.consumer_offset) for w in stats.offset_table.values()),
                     "inflight": b.inflight(g)})

@@ -15,6 +15,7 @@ from rocketmq_emulator.protocol.message import (PROPERTY_KEYS, PROPERTY_TAGS,
                                                 PROPERTY_TIMER_DELIVER_MS, PROPERTY_TRANSACTION_PREPARED,
                                                 PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
                                                 MessageExt)
+from rocketmq_emulator.protocol.namespaces import namespace_of, without_namespace
 from rocketmq_emulator.protocol.topics import origin_topic
 
 from .validate import RESERVED_PROPERTIES
@@ -85,7 +86,11 @@ def to_v2(msg: MessageExt, *, receipt_handle: str | None = None, attempt: int | 
     props = msg.properties
     body = msg.uncompressed_body()
     out = v2.Message()
-    out.topic.name = topic or origin_topic(msg.topic, props)
+    full = topic or origin_topic(msg.topic, props)
+    out.topic.name = without_namespace(full)  # as the 5.x proxy's GrpcConverter.buildResource: `ns%T` is T in ns
+    namespace = namespace_of(full)
+    if namespace:
+        out.topic.resource_namespace = namespace
     for k, v in props.items():
         if k not in RESERVED_PROPERTIES:
             out.user_properties[k] = v

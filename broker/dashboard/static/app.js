@@ -67,6 +67,24 @@ function bindShowAll() {
 
 const filterBox = what => `<label>filter <input id="filter" placeholder="${esc(what)} name contains"></label>`;
 
+// Namespaces (a 4.x client's setNamespace makes `ns%Orders`): a select of the namespaces present, rows grouped by
+// namespace, and a namespace column when some row has one.
+const namespaceBox = () => `<label>namespace <select id="namespace"><option value="*">all</option></select></label>`;
+
+function byNamespace(rows) {
+  const select = $("#namespace");
+  const names = [...new Set(rows.map(r => r.namespace || ""))].sort();
+  const wanted = select ? select.value : "*";
+  if (select) {
+    select.innerHTML = `<option value="*">all</option>` +
+      names.map(n => `<option value="${esc(n)}">${n ? esc(n) : "(none)"}</option>`).join("");
+    select.value = wanted === "*" || names.includes(wanted) ? wanted : "*";
+  }
+  const chosen = select && select.value !== "*" ? rows.filter(r => (r.namespace || "") === select.value) : rows;
+  const grouped = chosen.slice().sort((a, b) => (a.namespace || "").localeCompare(b.namespace || ""));
+  return [grouped, names.some(n => n) ? [{title: "namespace", key: "namespace"}] : []];
+}
+
 function formData(form) {
   const out = {};
   for (const [k, v] of new FormData(form).entries()) out[k] = v;
@@ -116,9 +134,10 @@ pages.topics = async () => {
   page.innerHTML = `<h2>Topics</h2>
     <form id="create-topic" class="action"><label>topic <input name="topic" required></label>
       <label>queues <input name="queues" value="4" size="4"></label><button>Create</button></form>
-    ${filterBox("topic")}
+    ${filterBox("topic")} ${namespaceBox()}
     <label><input type="checkbox" id="system"> show system, retry and DLQ topics</label><div id="data"></div>`;
   $("#filter").addEventListener("input", () => current.refresh());
+  $("#namespace").addEventListener("change", () => current.refresh());
   bindForm("#create-topic", async d => {
     const r = await api("/api/topics", d);
     notice(`topic ${r.created} created with ${r.queues} queues`, "ok");
@@ -126,8 +145,9 @@ pages.topics = async () => {
   });
   $("#system").addEventListener("change", () => current.refresh());
   return async () => {
-    const [rows, note] = limited(await api("/api/topics" + ($("#system").checked ? "?system=true" : "")), "topic");
-    $("#data").innerHTML = note + table("topics", [
+    const [all, nsColumn] = byNamespace(await api("/api/topics" + ($("#system").checked ? "?system=true" : "")));
+    const [rows, note] = limited(all, "topic");
+    $("#data").innerHTML = note + table("topics", [...nsColumn,
       {title: "topic", key: "topic", render: r => `<a href="#/topic/${encodeURIComponent(r.topic)}">${esc(r.topic)}</a>`},
       {title: "queues", key: "readQueues", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}, {title: "kind", key: "kind"},
@@ -223,11 +243,13 @@ pages.message = async (id, params) => {
 };
 
 pages.groups = async () => {
-  page.innerHTML = `<h2>Consumer groups</h2>${filterBox("group")}<div id="data"></div>`;
+  page.innerHTML = `<h2>Consumer groups</h2>${filterBox("group")} ${namespaceBox()}<div id="data"></div>`;
   $("#filter").addEventListener("input", () => current.refresh());
+  $("#namespace").addEventListener("change", () => current.refresh());
   return async () => {
-    const [rows, note] = limited(await api("/api/groups"), "group");
-    $("#data").innerHTML = note + table("groups", [
+    const [all, nsColumn] = byNamespace(await api("/api/groups"));
+    const [rows, note] = limited(all, "group");
+    $("#data").innerHTML = note + table("groups", [...nsColumn,
       {title: "group", key: "group", render: r => `<a href="#/group/${encodeURIComponent(r.group)}">${esc(r.group)}</a>`},
       {title: "state", key: "state"}, {title: "clients", key: "clients", num: 1},
       {title: "topics", render: r => esc(r.topics.join(", "))}, {title: "messages behind", key: "diff", num: 1},
