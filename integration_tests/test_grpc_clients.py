@@ -5,6 +5,7 @@ DLQ, transactions, a kill -9, and messages crossing between the 5.x client and t
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,36 @@ def test_consumer_progress_shows_a_5x_group_alone_and_among_all_groups(grpc_emul
     assert sum(o["inflight"] for o in one["offsets"]) == 3 and one["diffTotal"] == 3, one
     every = admin("consumerProgress")
     assert {"group": "Pop5", "consumeTps": one["consumeTps"], "diffTotal": 3} in every, every
+
+
+def test_consumer_connection_lists_a_live_5x_consumer_and_drops_it_when_it_ends(grpc_emulator):
+    """A 5.x simple consumer is in the broker's consumer table as the 5.3.3 proxy registers it (its client id,
+    address and language, CLUSTERING, its subscription), so `consumerConnection` and the dashboard's data show it;
+    NotifyClientTermination at its shutdown takes it out."""
+    import json
+    import subprocess
+
+    from rocketmq_emulator.testing.command_line import COMMAND
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
+    live = grpc_emulator.start("simple", "--topic", "T", "--group", "Live5", "--expression", "TagA || TagB",
+                               "--duration", "12", "--await", "1", timeout=60)
+    try:
+        assert live.wait_for("started", 30), live.describe()
+
+        def connection() -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*COMMAND, "admin", "consumerConnection", "-n", grpc_emulator.namesrv_addr, "-g",
+                                   "Live5", "--json"], capture_output=True, text=True, timeout=60)
+        deadline = time.monotonic() + 20  # the client's first heartbeat
+        while (done := connection()).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        [client] = data["connections"]
+        assert client["language"] == "PYTHON" and client["clientAddr"].startswith("127.0.0.1:"), data
+        assert data["subscriptions"] == {"T": "TagA || TagB"} and data["messageModel"] == "CLUSTERING", data
+        assert data["consumeType"] == "CONSUME_ACTIVELY"
+    finally:
+        live.wait()
+    gone = subprocess.run([*COMMAND, "admin", "consumerConnection", "-n", grpc_emulator.namesrv_addr, "-g", "Live5"],
+                          capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 1, gone.stdout  # no consumer online once it said goodbye

@@ -261,3 +261,6 @@ class PermName(IntFlag):
 
 #: Remoting `version` this project puts on every command it writes (4.9.8, reference §1.1).
 CURRENT_VERSION = 409
+#: the version the 5.3.3 proxy records for a 5.x (gRPC) client in the broker's client tables: its own
+#: (MQVersion.CURRENT_VERSION, V5_3_3), since a 5.x client's "5.1.2" names no MQVersion constant
+GRPC_CLIENT_VERSION = 479

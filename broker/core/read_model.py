@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from .broker2client import Broker2Client
     from .broker_context import BrokerContext
-    from ..state.client_manager import ClientChannelInfo, ConsumerGroupInfo
+    from ..state.client_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager, ProducerManager
     from ..config import BrokerConfig
     from .consume_core import ConsumeCore
     from ..state.offset_history import OffsetEvent
@@ -272,6 +272,8 @@ class WriteCores(Protocol):
     the store's expiry and the listening servers (drop connections)."""
 
     topic_config_manager: TopicConfigManager  # writes only: update (reads: ReadModel.topic)
+    consumer_manager: ConsumerManager  # writes only: the gRPC front registers 5.x clients (reads: ReadModel)
+    producer_manager: ProducerManager
     store: MessageStore  # writes only: expire_files_now
     pop_service: PopService
     broker2client: Broker2Client

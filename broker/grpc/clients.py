@@ -13,11 +13,17 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable
 
 import grpc
 
+from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketmq_emulator.protocol.codes import GRPC_CLIENT_VERSION, LANGUAGE_BY_NAME
 from rocketmq_emulator.protocol.grpc_v2 import v2
-from rocketmq_emulator.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+from rocketmq_emulator.protocol.message import (PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                                                java_string_hash)
 from rocketmq_emulator.protocol.topics import parse_delay_levels
 
+from rocketmq_emulator.protocol.transport import RemotingConnection
+
 from ..core.read_model import BrokerFront
+from ..state.client_manager import ClientChannelInfo
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
 from .limits import Outbox
@@ -33,12 +39,33 @@ C = v2.Code
 GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
 
 
+class GrpcClientChannel(RemotingConnection):
+    """A 5.x client as the broker's consumer and producer tables hold it (the proxy's GrpcClientChannel): its
+    address for `consumerConnection` and the dashboard; remoting requests to clients (NOTIFY_CONSUMER_IDS_CHANGED,
+    a reset's RESET_CONSUMER_CLIENT_OFFSET, ...) do not reach it: a 5.x client rebalances and resets through the
+    proxy, and hears from it over Telemetry."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__(None, name="grpc", addr=peer)
+
+    def send(self, cmd: Any) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 @dataclass(slots=True)
 class ClientSession:
     client_id: str
     client_type: int = 0
     group: str = ""
     topics: set[str] = field(default_factory=set)
+    #: the client as the brokers' client tables hold it, and what they show of it
+    channel: GrpcClientChannel | None = None
+    language: str = "JAVA"
+    #: its subscriptions (settings), for the brokers' consumer tables
+    subscriptions: list[SubscriptionData] = field(default_factory=list)
     #: server-to-client telemetry commands (settings replies, transaction checks); None while no Telemetry stream
     #: is open
     outbox: Outbox | None = None
@@ -46,6 +73,17 @@ class ClientSession:
     #: the settings the client sent over Telemetry (the proxy's GrpcClientSettingsManager); None before, and after
     #: NotifyClientTermination
     has_settings: bool = False
+
+
+def subscription_data(entry: Any) -> SubscriptionData:
+    """A 5.x SubscriptionEntry as the broker's consumer table keeps it (the proxy's buildSubscriptionData): a tag
+    expression split into its tags and their hash codes, or a SQL92 expression."""
+    expression = entry.expression.expression or "*"
+    sql = entry.expression.type == v2.FilterType.SQL
+    tags = [] if sql or expression.strip() == "*" else [t.strip() for t in expression.split("||") if t.strip()]
+    return SubscriptionData(topic=entry.topic.name, sub_string=expression, tags_set=tags,
+                            code_set=[java_string_hash(t) for t in tags], sub_version=int(time.time() * 1000),
+                            expression_type="SQL92" if sql else "TAG")
 
 
 class ClientSessions:
@@ -66,7 +104,12 @@ class ClientSessions:
         s = self.sessions.get(client_id)
         if s is None:
             self._forget_silent(now)
-            s = self.sessions[client_id] = ClientSession(client_id)
+            peer = context.peer() or ""
+            language = str(md.get("x-mq-language") or "JAVA").upper()
+            s = self.sessions[client_id] = ClientSession(
+                client_id, channel=GrpcClientChannel(peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:"))
+                                                     else peer),
+                language=language if language in LANGUAGE_BY_NAME else "OTHER")
         s.last_seen = now
         return s
 
@@ -82,6 +125,8 @@ class ClientSessions:
         s = self.sessions.pop(md.get("x-mq-client-id", ""), None)
         if s is not None and s.outbox is not None:
             s.outbox.close()
+        if s is not None:
+            self.client_gone(s)
         return v2.NotifyClientTerminationResponse(status=named(C.OK))
 
     # -- telemetry ----------------------------------------------------------------------------------
@@ -138,6 +183,39 @@ class ClientSessions:
                             f"the client does not read its Telemetry stream: more than {outbox.max_commands} commands"
                             f" or {outbox.max_bytes} bytes waiting")
 
+    def register(self, s: ClientSession) -> None:
+        """A Heartbeat: the client in each broker's consumer table (its group, CLUSTERING, its subscriptions) or
+        producer table (a producer group per topic it publishes), as the 5.3.3 proxy registers it (ClientActivity):
+        `consumerConnection`, the Admin API and the dashboard list it, and a client that stops heartbeating
+        expires from them after channelExpiredTimeout (120 s), as a 4.x client does."""
+        channel = s.channel
+        if channel is None:
+            return
+
+        def info_of() -> ClientChannelInfo:
+            return ClientChannelInfo(channel, s.client_id, s.language, GRPC_CLIENT_VERSION)
+        consume_type = {v2.ClientType.SIMPLE_CONSUMER: ConsumeType.CONSUME_ACTIVELY,
+                        v2.ClientType.PUSH_CONSUMER: ConsumeType.CONSUME_PASSIVELY}.get(s.client_type)
+        for f in self.brokers():
+            if consume_type is not None and s.group:
+                notify = f.write.config.notify_consumer_ids_changed_enable
+                f.write.consumer_manager.register(s.group, info_of(), consume_type, MessageModel.CLUSTERING,
+                                                  ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, list(s.subscriptions),
+                                                  notify)
+            elif s.client_type == v2.ClientType.PRODUCER:
+                for topic in s.topics:  # the proxy uses the topic as the producer group
+                    f.write.producer_manager.register(topic, info_of())
+
+    def client_gone(self, s: ClientSession) -> None:
+        """NotifyClientTermination: out of every broker's client tables at once."""
+        if s.channel is None:
+            return
+        for f in self.brokers():
+            notify = f.write.config.notify_consumer_ids_changed_enable
+            f.write.consumer_manager.channel_closed(s.channel, notify)
+            f.write.producer_manager.channel_closed(s.channel)
+        s.channel.close()
+
     def consumer_seen(self, group: str) -> None:
         """A 5.x consumer of `group` announced itself (its settings, then every Heartbeat): as the proxy's
         heartbeat to each broker, the group is made (when auto-created) with its retry topic and route, so admin
@@ -170,6 +248,7 @@ class ClientSessions:
             out.publishing.validate_message_type = True
         elif given.WhichOneof("pub_sub") == "subscription":
             s.group = given.subscription.group.name
+            s.subscriptions = [subscription_data(entry) for entry in given.subscription.subscriptions]
             self.consumer_seen(s.group)
             cfg = b.group_config(s.group) if b is not None else None
             policy = out.backoff_policy

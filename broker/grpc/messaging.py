@@ -131,6 +131,7 @@ class MessagingService(ClientSessions):
                     self.group_config(b, s.group)
                 if s.client_type in (v2.ClientType.PUSH_CONSUMER, v2.ClientType.SIMPLE_CONSUMER):
                     self.consumer_seen(s.group)
+            self.register(s)
             return v2.HeartbeatResponse(status=named(C.OK))
         except Exception as exc:  # noqa: BLE001
             return v2.HeartbeatResponse(status=_status_of(exc))
