@@ -15,7 +15,8 @@ stdout, flushed at once, each with its time `t` (epoch seconds):
         -> started {ms}, received {message_id, body, tag, keys, props, attempt, topic, group, delivery_ts}
            per message, changed {message_id}, empty {waited} per empty receive, done {shutdown_ms}
     push    --endpoint H:P --topic T --group G [--expect N] [--duration S] [--fail-first K] [--expression '*']
-        -> started {ms}, received {..., "failed": bool}, done {shutdown_ms}
+            [--work-s S]
+        -> started {ms}, received {..., "failed": bool}, worked {message_id} (with --work-s), done {shutdown_ms}
 
 Message i has body `m<i>` (or `--body-prefix`); `{i}` in --keys and --prop values becomes i. The caller picks
 HOME: the client logs only to $HOME/logs/rocketmq_python/.
@@ -148,6 +149,9 @@ def push(args: argparse.Namespace) -> None:
             n = seen[message.message_id] = seen.get(message.message_id, 0) + 1
             failed = n <= args.fail_first
             emit("received", failed=failed, **describe(message, args.group))
+            if args.work_s:  # a long consumption: the proxy must renew the message meanwhile
+                time.sleep(args.work_s)
+                emit("worked", message_id=message.message_id)
             if not failed:
                 count[0] += 1
                 if args.expect is not None and count[0] >= args.expect:
@@ -196,6 +200,7 @@ def main() -> None:
     p.add_argument("--change-to", type=int, default=1)
     p.add_argument("--await", dest="await_s", type=int, default=20)
     sub.choices["push"].add_argument("--fail-first", type=int, default=0)
+    sub.choices["push"].add_argument("--work-s", type=float, default=0.0, help="each message takes this long")
     args = parser.parse_args()
     try:
         {"produce": produce, "simple": simple, "push": push}[args.command](args)

@@ -310,3 +310,27 @@ def test_consumer_connection_lists_a_live_5x_consumer_and_drops_it_when_it_ends(
     gone = subprocess.run([*COMMAND, "admin", "consumerConnection", "-n", grpc_emulator.namesrv_addr, "-g", "Live5"],
                           capture_output=True, text=True, timeout=60)
     assert gone.returncode == 1, gone.stdout  # no consumer online once it said goodbye
+
+
+def test_a_push_consumers_long_consumption_is_renewed_and_not_delivered_twice(grpc_emulator):
+    """The push consumer's message is invisible for 60 s; the clock is moved 52 s while its listener works (15 s):
+    the renewal (every 5 s, 10 s ahead, as the proxy's) extends it, so it is delivered once, and the ack the
+    client sends with its first receipt handle still counts (the proxy acks with the latest)."""
+    import json
+    import subprocess
+
+    from rocketmq_emulator.testing.command_line import COMMAND
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
+    slow = grpc_emulator.start("push", "--topic", "T", "--group", "Slow5", "--work-s", "15", "--expect", "1",
+                               "--duration", "40", timeout=90)
+    assert slow.wait_for("received", 30), slow.describe()
+    advanced = subprocess.run([*COMMAND, "admin", "advanceTime", "-n", grpc_emulator.namesrv_addr, "-s", "52"],
+                              capture_output=True, text=True, timeout=60)
+    assert advanced.returncode == 0, advanced.stderr
+    slow.wait()
+    events = finished(slow)
+    assert len([e for e in events if e["event"] == "received"]) == 1, slow.describe()  # once: renewed meanwhile
+    progress = subprocess.run([*COMMAND, "admin", "consumerProgress", "-n", grpc_emulator.namesrv_addr, "-g",
+                               "Slow5", "--json"], capture_output=True, text=True, timeout=60)
+    data = json.loads(progress.stdout)
+    assert sum(o["inflight"] for o in data["offsets"]) == 0 and data["diffTotal"] == 0, data  # the ack counted

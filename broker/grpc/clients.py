@@ -27,6 +27,7 @@ from ..state.client_manager import ClientChannelInfo
 from . import converter as cv
 from .answers import DEFAULT_LONG_POLLING_MS, named
 from .limits import Outbox
+from .renewal import ReceiptRenewal
 from .validate import Failure
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ C = v2.Code
 #: the producer group of messages sent through gRPC (5.x producers have none): transaction check-backs go to a
 #: 5.x producer publishing the message's topic
 GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
+#: a client heard of nothing for this long (and no Telemetry stream open) is gone (the proxy's channel expiry)
+SILENT_S = 120.0
 
 
 class GrpcClientChannel(RemotingConnection):
@@ -92,6 +95,8 @@ class ClientSessions:
     def __init__(self, brokers: Callable[[], Iterable[BrokerFront]]) -> None:
         self.brokers = brokers
         self.sessions: dict[str, ClientSession] = {}
+        #: push consumers' receipt handles, renewed while they consume (renewal.py)
+        self.renewal = ReceiptRenewal(self.is_alive)
         #: the proxy's TransactionService: (topic, transaction id) -> (broker name, commit log offset) of the half
         self.transactions: dict[tuple[str, str], tuple[str, int]] = {}
 
@@ -113,10 +118,16 @@ class ClientSessions:
         s.last_seen = now
         return s
 
+    def is_alive(self, client_id: str) -> bool:
+        """The client has a session and was heard of lately (a Telemetry stream open, or a call within the
+        proxy's channel expiry of 120 s)."""
+        s = self.sessions.get(client_id)
+        return s is not None and (s.outbox is not None or time.monotonic() - s.last_seen <= SILENT_S)
+
     def _forget_silent(self, now: float) -> None:
         """Clients gone without NotifyClientTermination (killed): heard of nothing for 2 minutes (they heartbeat
         every 10 s) and no Telemetry stream open."""
-        for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > 120]:
+        for client_id in [c for c, s in self.sessions.items() if s.outbox is None and now - s.last_seen > SILENT_S]:
             del self.sessions[client_id]
 
     async def NotifyClientTermination(self, request: pb.NotifyClientTerminationRequest, context: Any
@@ -127,6 +138,7 @@ class ClientSessions:
             s.outbox.close()
         if s is not None:
             self.client_gone(s)
+            self.renewal.release(s.client_id)
         return v2.NotifyClientTerminationResponse(status=named(C.OK))
 
     # -- telemetry ----------------------------------------------------------------------------------

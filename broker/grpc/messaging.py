@@ -29,7 +29,8 @@ from . import converter as cv
 from . import routes
 from .answers import (DEFAULT_LONG_POLLING_MS, FAQ, MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS, NO_TOPIC_ON_RECEIVE,
                       NO_TRANSACTION_DATA, handle_parse_failure, named, new_message_id, recall_handle)
-from .clients import GRPC_PRODUCER_GROUP, ClientSessions
+from .clients import GRPC_PRODUCER_GROUP, ClientSession, ClientSessions
+from .renewal import Held
 from .validate import (Failure, check_message_type, fifo_queue, validate_group, validate_invisible_time,
                        validate_message, validate_topic)
 
@@ -74,6 +75,12 @@ class MessagingService(ClientSessions):
 
     def validate_topic(self, topic: str) -> None:
         validate_topic(topic, self.is_system_topic)
+
+    def _latest_handle(self, s: ClientSession, group: str, message_id: str, given: str) -> str:
+        """The receipt handle to act on: a renewed message's latest (its consumer still holds the one it received,
+        as with the proxy); its renewal stops."""
+        held = self.renewal.take(s.client_id, group, message_id)
+        return held.handle if held is not None else given
 
     def broker_named(self, name: str) -> BrokerFront:
         for f in self.brokers():
@@ -252,7 +259,7 @@ class MessagingService(ClientSessions):
                              ) -> AsyncIterator[pb.ReceiveMessageResponse]:
         """ReceiveMessageActivity: a status, the messages, and always the delivery timestamp last."""
         try:
-            self.session(context)
+            s = self.session(context)
             pop_request, b = self._pop_request(request, context)
             result = await b.write.pop_service.pop(pop_request) if pop_request.max_msgs > 0 else None
         except Exception as exc:  # noqa: BLE001
@@ -264,10 +271,16 @@ class MessagingService(ClientSessions):
             yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(int(time.time() * 1000)))
             return
         yield v2.ReceiveMessageResponse(status=named(C.OK))
+        group, topic = request.group.name, request.message_queue.topic.name
         for popped in result.messages:
-            yield v2.ReceiveMessageResponse(message=cv.to_v2(
-                popped.message, receipt_handle=popped.handle.encode(), attempt=popped.attempt,
-                topic=request.message_queue.topic.name))
+            message = cv.to_v2(popped.message, receipt_handle=popped.handle.encode(), attempt=popped.attempt,
+                               topic=topic)
+            if request.auto_renew:  # a push consumer: renewed while it consumes (renewal.py)
+                handle = popped.handle
+                self.renewal.add(s.client_id, group, message.system_properties.message_id, Held(
+                    b, group, topic, handle.encode(), handle.pop_time, handle.pop_time + handle.invisible_time,
+                    popped.attempt - 1))
+            yield v2.ReceiveMessageResponse(message=message)
         yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(result.pop_time))
 
     def _pop_request(self, request: pb.ReceiveMessageRequest, context: Any) -> tuple[PopRequest, BrokerFront]:
@@ -319,7 +332,7 @@ class MessagingService(ClientSessions):
 
     async def AckMessage(self, request: pb.AckMessageRequest, context: Any) -> pb.AckMessageResponse:
         try:
-            self.session(context)
+            s = self.session(context)
             self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             if not len(request.entries):
@@ -327,8 +340,9 @@ class MessagingService(ClientSessions):
             entries = []
             for e in request.entries:
                 try:
-                    _, b = self._handle(e.receipt_handle)
-                    b.write.pop_service.ack(request.group.name, request.topic.name, e.receipt_handle)
+                    handle = self._latest_handle(s, request.group.name, e.message_id, e.receipt_handle)
+                    _, b = self._handle(handle)
+                    b.write.pop_service.ack(request.group.name, request.topic.name, handle)
                     st = named(C.OK)
                 except Exception as exc:  # noqa: BLE001
                     st = _status_of(exc)
@@ -343,14 +357,14 @@ class MessagingService(ClientSessions):
     async def ChangeInvisibleDuration(self, request: pb.ChangeInvisibleDurationRequest, context: Any
                                       ) -> pb.ChangeInvisibleDurationResponse:
         try:
-            self.session(context)
+            s = self.session(context)
             self.validate_topic(request.topic.name)
             validate_group(request.group.name)
             invisible = cv.duration_ms(request.invisible_duration)
             validate_invisible_time(invisible)
-            _, b = self._handle(request.receipt_handle)
-            new = b.write.pop_service.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
-                                                 invisible)
+            handle = self._latest_handle(s, request.group.name, request.message_id, request.receipt_handle)
+            _, b = self._handle(handle)
+            new = b.write.pop_service.change_invisible(request.group.name, request.topic.name, handle, invisible)
             return v2.ChangeInvisibleDurationResponse(status=named(C.OK), receipt_handle=new.encode())
         except Exception as exc:  # noqa: BLE001
             return v2.ChangeInvisibleDurationResponse(status=_status_of(exc))
@@ -359,11 +373,12 @@ class MessagingService(ClientSessions):
                                               context: Any) -> pb.ForwardMessageToDeadLetterQueueResponse:
         """The proxy answers with the broker's response code and remark: "0" on success."""
         try:
-            self.session(context)
+            s = self.session(context)
             self.validate_topic(request.topic.name)
             validate_group(request.group.name)
-            _, b = self._handle(request.receipt_handle)
-            b.write.pop_service.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+            handle = self._latest_handle(s, request.group.name, request.message_id, request.receipt_handle)
+            _, b = self._handle(handle)
+            b.write.pop_service.forward_to_dlq(request.group.name, request.topic.name, handle)
             return v2.ForwardMessageToDeadLetterQueueResponse(status=cv.status(C.OK, "0"))
         except Exception as exc:  # noqa: BLE001
             return v2.ForwardMessageToDeadLetterQueueResponse(status=_status_of(exc))

@@ -170,12 +170,14 @@ class GrpcEndpoint:
                                   "the gRPC TLS endpoint", self.host, self.tls_port)
         await server.start()
         self._server = server
+        self.service.renewal.start()
         for f in self._brokers():
             f.write.transaction_check.fronts.append(self.service.check_transaction)
         log.info("gRPC endpoint (RocketMQ 5.x clients) on %s:%d%s", self.host, self.port,
                  f", TLS on {self.tls_port}" if self.tls_port is not None else "")
 
     async def stop(self) -> None:
+        await self.service.renewal.stop()
         if self._server is not None:
             for s in self.service.sessions.values():
                 if s.outbox is not None:
