@@ -11,7 +11,7 @@ stdout, flushed at once, each with its time `t` (epoch seconds):
         -> started {ms}, sent {i, message_id, [transaction_id]} | send_error {i, error}, checked {message_id},
            done {shutdown_ms}
     simple  --endpoint H:P --topic T --group G [--expect N] [--duration S] [--invisible S] [--batch N]
-            [--ack all|none|after-change] [--change-to S] [--expression '*'] [--await S]
+            [--ack all|none|after-change] [--change-to S] [--expression '*'] [--await S] [--idle]
         -> started {ms}, received {message_id, body, tag, keys, props, attempt, topic, group, delivery_ts}
            per message, changed {message_id}, empty {waited} per empty receive, done {shutdown_ms}
     push    --endpoint H:P --topic T --group G [--expect N] [--duration S] [--fail-first K] [--expression '*']
@@ -114,7 +114,9 @@ def simple(args: argparse.Namespace) -> None:
     received = 0
     changed: set[str] = set()
     deadline = time.monotonic() + args.duration
-    while time.monotonic() < deadline and (args.expect is None or received < args.expect):
+    if args.idle:  # online (heartbeating) without receiving, for --duration
+        time.sleep(args.duration)
+    while not args.idle and time.monotonic() < deadline and (args.expect is None or received < args.expect):
         began = time.monotonic()
         try:
             msgs = consumer.receive(args.batch, args.invisible)
@@ -199,6 +201,7 @@ def main() -> None:
     p.add_argument("--ack", choices=("all", "none", "after-change"), default="all")
     p.add_argument("--change-to", type=int, default=1)
     p.add_argument("--await", dest="await_s", type=int, default=20)
+    p.add_argument("--idle", action="store_true", help="stay online for --duration without receiving")
     sub.choices["push"].add_argument("--fail-first", type=int, default=0)
     sub.choices["push"].add_argument("--work-s", type=float, default=0.0, help="each message takes this long")
     args = parser.parse_args()

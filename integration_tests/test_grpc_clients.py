@@ -334,3 +334,36 @@ def test_a_push_consumers_long_consumption_is_renewed_and_not_delivered_twice(gr
                                "Slow5", "--json"], capture_output=True, text=True, timeout=60)
     data = json.loads(progress.stdout)
     assert sum(o["inflight"] for o in data["offsets"]) == 0 and data["diffTotal"] == 0, data  # the ack counted
+
+
+def test_consumer_progress_of_an_online_5x_group_shows_its_pending_retries(grpc_emulator):
+    """A message received and not acked goes to the group's retry topic when its invisible time is over; with a
+    5.x consumer of the group online, consumerProgress still shows that retry topic's row (its pending retry)."""
+    import json
+    import subprocess
+
+    from rocketmq_emulator.testing.command_line import COMMAND
+    ns = grpc_emulator.namesrv_addr
+    finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1", "--tag", "TagA"))
+    finished(grpc_emulator.run("simple", "--topic", "T", "--group", "Pend5", "--expect", "1", "--ack", "none",
+                               "--invisible", "10"))
+    assert subprocess.run([*COMMAND, "admin", "advanceTime", "-n", ns, "-s", "11"], capture_output=True,
+                          timeout=60).returncode == 0
+    live = grpc_emulator.start("simple", "--topic", "T", "--group", "Pend5", "--idle", "--duration", "8", timeout=60)
+    try:
+        assert live.wait_for("started", 30), live.describe()
+        deadline = time.monotonic() + 20
+        while True:
+            progress = subprocess.run([*COMMAND, "admin", "consumerProgress", "-n", ns, "-g", "Pend5", "--json"],
+                                      capture_output=True, text=True, timeout=60)
+            conn = subprocess.run([*COMMAND, "admin", "consumerConnection", "-n", ns, "-g", "Pend5"],
+                                  capture_output=True, text=True, timeout=60)
+            connected = conn.returncode == 0
+            rows = {o["topic"]: o for o in json.loads(progress.stdout)["offsets"]} if progress.returncode == 0 else {}
+            if connected and "%RETRY%Pend5_T" in rows or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert connected, "the consumer never showed as online"
+        assert rows["%RETRY%Pend5_T"]["diff"] == 1, rows  # the pending retry
+    finally:
+        live.wait()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
+from rocketmq_emulator.protocol.topics import pop_retry_topic
 
 from ..state.consumer_offset import BROADCAST_SUFFIX
 
@@ -37,6 +38,8 @@ def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None,
     topics = {topic_filter} if topic_filter else offsets.topics_of_group(stored_as)
     if not topic_filter and gi is not None and subscribed:  # an online group's topics before any commit
         topics |= set(gi.subscription_table)
+        # and a POP group's retry topics (made when a message's invisible time ran out): its pending retries
+        topics |= {pop_retry_topic(group, t) for t in gi.subscription_table}
     if broadcasting and not topic_filter:
         topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
     table = {}
@@ -46,8 +49,9 @@ def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None,
         tc = b.topic_config_manager.get(topic)
         if tc is None:
             continue
-        if gi is not None and gi.subscription_table and topic not in gi.subscription_table:
-            continue
+        if gi is not None and gi.subscription_table and topic not in gi.subscription_table and \
+                topic not in {pop_retry_topic(group, t) for t in gi.subscription_table}:
+            continue  # (a POP group's retry topic of a subscribed topic stays: its pending retries)
         consume_tps += b.stats.group_get_tps(group, topic)  # messages pulled per second, last minute
         for q in range(tc.read_queue_nums):
             broker_offset = max(0, b.store.get_max_offset_in_queue(topic, q))

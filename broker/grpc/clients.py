@@ -272,6 +272,7 @@ class ClientSessions:
             out.subscription.receive_batch_size = 32
             out.subscription.long_polling_timeout.CopyFrom(cv.duration(DEFAULT_LONG_POLLING_MS))
         out.metric.SetInParent()  # the proxy sends an empty Metric: off, no endpoints
+        self.register(s)  # as the proxy's processAndWriteClientSettings: known before its first Heartbeat
         return out
 
     def check_transaction(self, half: Any) -> bool:
