@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import logging
 import os
+import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -199,6 +200,8 @@ class BrokerController:
         `entities` (the entities file), then serve."""
         try:
             await self.server.start(serving=False)
+        except socket.gaierror:  # --host names no address here: the command line says so
+            raise
         except OSError as exc:
             raise PortUnavailable("broker", f"broker {self.config.broker_name}", self.server.host, self.server.port,
                                   exc) from None
@@ -273,6 +276,12 @@ class BrokerController:
             if old_group != group:
                 sgm.update(group)
                 created, changed = created + (old_group is None), changed + (old_group is not None)
+        if entities.accounts:
+            if self.acl is None:
+                log.warning("the entities declare %d ACL account(s), but ACL is off (aclEnable=false): not applied",
+                            len(entities.accounts))
+            else:
+                self.acl.apply_accounts(entities.accounts)
         return created, changed
 
     def create_topics_and_groups(self, topics: Iterable[tuple[str, int]], groups: Iterable[str]) -> None:

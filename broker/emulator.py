@@ -137,8 +137,9 @@ class Emulator:
             await b.start(self.config.topics, self.config.groups, entities)
         if entities is not None:
             kv = sum(self.namesrv.set_kv(s.namespace, s.key, s.value) for s in entities.kv)
-            log.info("entities of %s: %d topic(s), %d group(s), %d KV setting(s) (%d KV changed)",
-                     self.config.entities_file, len(entities.topics), len(entities.groups), len(entities.kv), kv)
+            log.info("entities of %s: %d topic(s), %d group(s), %d KV setting(s) (%d KV changed), %d account(s)",
+                     self.config.entities_file, len(entities.topics), len(entities.groups), len(entities.kv), kv,
+                     len(entities.accounts))
         if self.config.grpc_server_port is not None:
             await self._start_grpc(self.config.grpc_server_port)
         if self.config.dashboard_port is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -185,6 +186,8 @@ class NameServer:
     async def start(self) -> None:
         try:
             await self.server.start()
+        except socket.gaierror:  # --host names no address here: the command line says so
+            raise
         except OSError as exc:
             raise PortUnavailable("namesrv", "the name server", self.server.host, self.server.port, exc) from None
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())

@@ -264,11 +264,22 @@ def check_entities(path: str) -> None:
     """The entities file reads and holds no mistake (ConfigError: one line per mistake), before anything starts."""
     from rocketmq_emulator.protocol.entities import EntitiesError, read_entities_file
     try:
-        read_entities_file(path)
+        entities = read_entities_file(path)
     except OSError as exc:
         raise ConfigError(f"cannot read the entities file {path!r}: {exc.strerror or exc}") from None
     except EntitiesError as exc:
         raise ConfigError("\n".join(exc.problems)) from None
+    if entities.accounts:  # as the broker checks its plain ACL file's accounts (key lengths, permissions)
+        from rocketmq_emulator.broker.core.acl.permission import AclException
+        from rocketmq_emulator.broker.core.acl.plain_acl import build_account
+        problems = []
+        for i, account in enumerate(entities.accounts):
+            try:
+                build_account(account)
+            except AclException as exc:
+                problems.append(f"{path}: accounts[{i}] {account['accessKey']!r}: {exc.message}")
+        if problems:
+            raise ConfigError("\n".join(problems))
 
 
 def process_started() -> float:

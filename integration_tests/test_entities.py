@@ -198,3 +198,52 @@ def test_a_5x_client_sends_to_a_declared_fifo_topic_and_a_normal_message_is_refu
             "message_type:NORMAL, queue access type:FIFO"), normal.describe()
     finally:
         broker.stop()
+
+
+ACL_ENTITIES = {
+    "topics": [{"name": "AclOrders", "queues": 2}],
+    "accounts": [{"accessKey": "orders_app", "secretKey": "orders_secret", "defaultTopicPerm": "DENY",
+                  "defaultGroupPerm": "DENY", "topicPerms": ["AclOrders=PUB|SUB"], "groupPerms": ["GID_orders=SUB"]},
+                 {"accessKey": "ops_admin", "secretKey": "ops_secret1", "admin": True}],
+}
+
+
+def test_acl_accounts_are_declared_and_the_java_client_signs_with_them(tmp_path, java_clients):
+    """With --acl-enable true, the file's accounts go into the plain ACL file (the others there stay); the
+    official Java client signing with a declared key sends, one with another key is refused; a restart with the
+    same file leaves the ACL file as it is."""
+    entities = tmp_path / "entities.json"
+    entities.write_text(json.dumps(ACL_ENTITIES))
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text("accounts:\n  - accessKey: old_user\n    secretKey: old_secret1\n    admin: false\n")
+    broker = launch_emulator(tmp_path / "emu", "--acl-enable", "true", "--acl-plain-file", str(acl_file),
+                             "--entities", str(entities))
+    try:
+        ns = broker.namesrv_addr
+        text = acl_file.read_text()
+        assert "old_user" in text and "orders_app" in text and "ops_admin" in text, text
+        sent = java_clients.run("AclClient", "produce", ns, "orders_app", "orders_secret", "AclOrders", 3,
+                                timeout=120, home=tmp_path / "p")
+        assert [e for e in sent.of("result") if e.get("ok")], sent.describe()
+        refused = java_clients.run("AclClient", "produce", ns, "nobody_here", "nobody_secret", "AclOrders", 1,
+                                   timeout=120, home=tmp_path / "p2")
+        assert not [e for e in refused.of("result") if e.get("ok")], refused.describe()
+        stamp = acl_file.stat().st_mtime_ns
+        broker.restart()
+        assert acl_file.stat().st_mtime_ns == stamp  # nothing to change: not rewritten
+    finally:
+        broker.stop()
+
+
+def test_an_account_the_broker_would_refuse_is_refused_before_the_start(tmp_path):
+    entities = tmp_path / "entities.yaml"
+    entities.write_text("accounts:\n  - {accessKey: abc, secretKey: short}\n  - {accessKey: fine_key, "
+                        "secretKey: fine_secret, colour: red}\n")
+    proc = cli("serve", "--ephemeral", "--entities", str(entities), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: {entities}: accounts[1] 'fine_key': unknown field 'colour' (an account has accessKey, secretKey, "
+        f"whiteRemoteAddress, admin, defaultTopicPerm, defaultGroupPerm, topicPerms, groupPerms)"], proc.stderr
+    entities.write_text("accounts:\n  - {accessKey: abc, secretKey: short}\n")
+    proc = cli("serve", "--ephemeral", "--entities", str(entities), check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {entities}: accounts[0] 'abc': "), proc.stderr

@@ -59,7 +59,8 @@ def test_java_clients_of_two_namespaces_keep_their_topics_and_groups_apart(broke
     progress = json.loads(cli("admin", "consumerProgress", "-n", ns, "--namespace", NS_A, "-g", "billing",
                               "--json").stdout)
     assert progress["diffTotal"] == 0
-    assert {o["topic"] for o in progress["offsets"]} == {f"{NS_A}%Orders", f"%RETRY%{NS_A}%billing"}
+    topics_of_a = {o["topic"] for o in progress["offsets"]}  # its retry topic's row once the client committed it
+    assert f"{NS_A}%Orders" in topics_of_a and topics_of_a <= {f"{NS_A}%Orders", f"%RETRY%{NS_A}%billing"}
     every = json.loads(cli("admin", "consumerProgress", "-n", ns, "--namespace", NS_A, "--json").stdout)
     assert [g["group"] for g in every] == [f"{NS_A}%billing"], every
 

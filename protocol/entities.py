@@ -11,6 +11,8 @@ broker and written by the client.
       - {name: audit, consumeBroadcastEnable: true, consumeMessageOrderly: true}
     kv:
       - {namespace: ORDER_TOPIC_CONFIG, key: Payments, value: "broker-a:4"}
+    accounts:   # ACL accounts as the plain ACL file writes them (applied with aclEnable)
+      - {accessKey: orders_app, secretKey: orders_secret, topicPerms: [Payments=PUB|SUB]}
 
 JSON has the same shape. A topic's keys: `name` (required), `queues` (read and write, default 8) or
 `readQueueNums` / `writeQueueNums`, `perm` (2, 4 or 6), `order`, `messageType` (the 5.x attribute `message.type`:
@@ -41,7 +43,11 @@ GROUP_FIELDS: dict[str, tuple[str, type]] = {
     "consumeMessageOrderly": ("consume_message_orderly", bool),
 }
 TOPIC_KEYS = ("name", "queues", "readQueueNums", "writeQueueNums", "perm", "order", "messageType")
+#: an ACL account's keys, as the plain ACL file (4.9.8's plain_acl.yml) writes them
+ACCOUNT_KEYS = ("accessKey", "secretKey", "whiteRemoteAddress", "admin", "defaultTopicPerm", "defaultGroupPerm",
+                "topicPerms", "groupPerms")
 DEFAULT_QUEUES = 8
+SECTIONS = ("topics", "groups", "kv", "accounts")
 
 
 class EntitiesError(ValueError):
@@ -64,6 +70,8 @@ class Entities:
     topics: tuple[TopicConfig, ...] = ()
     groups: tuple[SubscriptionGroupConfig, ...] = ()
     kv: tuple[KvSetting, ...] = field(default=())
+    #: ACL accounts in the plain ACL file's form (applied when the broker runs with aclEnable)
+    accounts: tuple[dict[str, Any], ...] = ()
 
 
 def _is_int(value: Any) -> bool:
@@ -161,8 +169,8 @@ def parse_entities(document: Any) -> Entities:
     if not isinstance(document, dict):
         raise EntitiesError([f"the file holds a {type(document).__name__}, not a mapping of topics, groups and kv"])
     for key in document:
-        if key not in ("topics", "groups", "kv"):
-            problems.append(f"unknown section {key!r} (the sections are topics, groups and kv)")
+        if key not in SECTIONS:
+            problems.append(f"unknown section {key!r} (the sections are {', '.join(SECTIONS)})")
     topics = [t for where, item in _named("topics", "topic", document.get("topics"), problems)
               if (t := _topic(where, item, problems)) is not None]
     groups = [g for where, item in _named("groups", "group", document.get("groups"), problems)
@@ -178,9 +186,41 @@ def parse_entities(document: Any) -> Entities:
             problems.append(f"kv[{i}]: a setting is {{namespace, key, value}}, each a non-empty string, not {item!r}")
             continue
         kv.append(KvSetting(item["namespace"], item["key"], item["value"]))
+    accounts = _accounts(document.get("accounts"), problems)
     if problems:
         raise EntitiesError(problems)
-    return Entities(tuple(topics), tuple(groups), tuple(kv))
+    return Entities(tuple(topics), tuple(groups), tuple(kv), tuple(accounts))
+
+
+def _accounts(raw: Any, problems: list[str]) -> list[dict[str, Any]]:
+    """The accounts' shape (the broker checks the rest as it checks its plain ACL file: key lengths, perms)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(f"accounts: a list of accounts is expected, not {type(raw).__name__}")
+        return []
+    out, seen = [], set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("accessKey"), str) \
+                or not isinstance(item.get("secretKey"), str):
+            problems.append(f"accounts[{i}]: an account is a mapping with an accessKey and a secretKey")
+            continue
+        where = f"accounts[{i}] {item['accessKey']!r}"
+        bad = len(problems)
+        for key, value in item.items():
+            if key not in ACCOUNT_KEYS:
+                problems.append(f"{where}: unknown field {key!r} (an account has {', '.join(ACCOUNT_KEYS)})")
+            elif key in ("topicPerms", "groupPerms") and not (isinstance(value, list) and
+                                                             all(isinstance(v, str) for v in value)):
+                problems.append(f"{where}: {key} is a list of NAME=PERM, e.g. [Orders=PUB|SUB]")
+            elif key == "admin" and not isinstance(value, bool):
+                problems.append(f"{where}: admin {value!r}: use true or false")
+        if item["accessKey"] in seen:
+            problems.append(f"{where}: declared twice")
+        seen.add(item["accessKey"])
+        if len(problems) == bad:
+            out.append(dict(item))
+    return out
 
 
 def read_entities_file(path: str) -> Entities:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import time
 from importlib import resources
 from pathlib import Path
@@ -154,6 +155,9 @@ class DashboardServer:
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
         try:
             await site.start()
+        except socket.gaierror:  # --host names no address here: the command line says so
+            await runner.cleanup()
+            raise
         except OSError as exc:
             await runner.cleanup()
             raise PortUnavailable("dashboard", "the dashboard", self.host, self.port, exc) from None

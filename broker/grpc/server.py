@@ -92,6 +92,8 @@ def _bind(add_port: Callable[[str], int], role: str, what: str, host: str, port:
         try:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
+        except socket.gaierror:  # --host names no address here: the command line says so
+            raise
         except OSError as exc:
             raise PortUnavailable(role, what, host, port, exc) from None
         finally:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.admin_bodies import DataVersion
@@ -183,6 +183,24 @@ def with_account(acl: PlainAcl, update: dict[str, Any]) -> dict[str, Any]:
     build_account(account)  # what 4.9.8 would refuse when loading it
     accounts.append(account)
     document["accounts"] = accounts
+    return _next_version(acl, document)
+
+
+def with_accounts(acl: PlainAcl, accounts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The entities file's accounts (docs/user/entities.md): each declared account exactly as declared, the others
+    untouched; None when the file already holds them so. AclException when 4.9.8 would refuse one."""
+    declared = {a["accessKey"]: dict(a) for a in accounts}
+    old = [a for a in acl.document.get("accounts") or [] if isinstance(a, dict)]
+    current = {text_of(a.get("accessKey")): a for a in old}
+    if all(current.get(key) == account for key, account in declared.items()):
+        return None
+    for account in declared.values():
+        try:
+            build_account(account)
+        except AclException as exc:
+            raise AclException(f"account {account['accessKey']!r}: {exc.message}") from None
+    document = dict(acl.document)
+    document["accounts"] = [a for a in old if text_of(a.get("accessKey")) not in declared] + list(declared.values())
     return _next_version(acl, document)
 
 

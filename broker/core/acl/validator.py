@@ -23,7 +23,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import HeartbeatData
@@ -169,6 +169,19 @@ class PlainAccessValidator:
         write_config_file(self.path, content)
         self.acl = acl
         self._stamp = self._file_stamp()
+
+    def apply_accounts(self, accounts: Sequence[dict[str, Any]]) -> bool:
+        """The entities file's accounts written into the file and put in force; False when already so."""
+        self.reload_if_changed()
+        try:
+            document = plain_acl.with_accounts(self.acl, accounts)
+        except AclException as exc:
+            raise ValueError(f"the entities' ACL {exc.message}") from None
+        if document is None:
+            return False
+        self.write(document)
+        log.info("%s: %d account(s) of the entities file applied", self.path, len(accounts))
+        return True
 
     # -- the check ----------------------------------------------------------------------------------
     def validate(self, cmd: RemotingCommand, remote_ip: str) -> None:
