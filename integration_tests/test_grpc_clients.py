@@ -289,7 +289,7 @@ def test_consumer_connection_lists_a_live_5x_consumer_and_drops_it_when_it_ends(
     from rocketmq_emulator.testing.command_line import COMMAND
     finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
     live = grpc_emulator.start("simple", "--topic", "T", "--group", "Live5", "--expression", "TagA || TagB",
-                               "--duration", "12", "--await", "1", timeout=60)
+                               "--idle", "--duration", "5", timeout=60)
     try:
         assert live.wait_for("started", 30), live.describe()
 
@@ -313,7 +313,7 @@ def test_consumer_connection_lists_a_live_5x_consumer_and_drops_it_when_it_ends(
 
 
 def test_a_push_consumers_long_consumption_is_renewed_and_not_delivered_twice(grpc_emulator):
-    """The push consumer's message is invisible for 60 s; the clock is moved 52 s while its listener works (15 s):
+    """The push consumer's message is invisible for 60 s; the clock is moved 52 s while its listener works (11 s):
     the renewal (every 5 s, 10 s ahead, as the proxy's) extends it, so it is delivered once, and the ack the
     client sends with its first receipt handle still counts (the proxy acks with the latest)."""
     import json
@@ -321,7 +321,7 @@ def test_a_push_consumers_long_consumption_is_renewed_and_not_delivered_twice(gr
 
     from rocketmq_emulator.testing.command_line import COMMAND
     finished(grpc_emulator.run("produce", "--topic", "T", "--count", "1"))
-    slow = grpc_emulator.start("push", "--topic", "T", "--group", "Slow5", "--work-s", "15", "--expect", "1",
+    slow = grpc_emulator.start("push", "--topic", "T", "--group", "Slow5", "--work-s", "11", "--expect", "1",
                                "--duration", "40", timeout=90)
     assert slow.wait_for("received", 30), slow.describe()
     advanced = subprocess.run([*COMMAND, "admin", "advanceTime", "-n", grpc_emulator.namesrv_addr, "-s", "52"],
@@ -349,7 +349,7 @@ def test_consumer_progress_of_an_online_5x_group_shows_its_pending_retries(grpc_
                                "--invisible", "10"))
     assert subprocess.run([*COMMAND, "admin", "advanceTime", "-n", ns, "-s", "11"], capture_output=True,
                           timeout=60).returncode == 0
-    live = grpc_emulator.start("simple", "--topic", "T", "--group", "Pend5", "--idle", "--duration", "8", timeout=60)
+    live = grpc_emulator.start("simple", "--topic", "T", "--group", "Pend5", "--idle", "--duration", "5", timeout=60)
     try:
         assert live.wait_for("started", 30), live.describe()
         deadline = time.monotonic() + 20
