@@ -151,3 +151,33 @@ async def test_the_settings_reply_carries_the_proxys_defaults(endpoint):
     call_.cancel()
 
 
+
+
+async def test_a_5x_consumer_is_in_the_brokers_table_until_its_silence_expires_it(endpoint):
+    """Its settings register it (the broker's consumer table: consumerConnection); a client that goes away without
+    NotifyClientTermination is dropped when it has been silent for channelExpiredTimeout (120 s), by the broker's
+    own scan, as a 4.x client is; its messages are then no longer renewed."""
+    import time
+
+    emu, channel = endpoint
+    settings = v2.Settings(client_type=v2.ClientType.SIMPLE_CONSUMER)
+    settings.subscription.group.name = "G"
+    entry = settings.subscription.subscriptions.add()
+    entry.topic.name = "T"
+    entry.expression.type = v2.FilterType.TAG
+    entry.expression.expression = "A || B"
+    stream = channel.stream_stream(f"/{SERVICE}/Telemetry", request_serializer=v2.TelemetryCommand.SerializeToString,
+                                   response_deserializer=v2.TelemetryCommand.FromString)
+    call_ = stream(metadata=MD + (("x-mq-language", "JAVA"),))
+    await call_.write(v2.TelemetryCommand(settings=settings))
+    assert (await call_.read()).status.code == C.OK
+    manager = emu.broker.consumer_manager
+    gi = manager.get("G")
+    assert gi is not None and gi.client_ids() == ["test-client"]
+    sub = gi.subscription_table["T"]
+    assert sub.sub_string == "A || B" and sub.tags_set == ["A", "B"] and sub.expression_type == "TAG"
+    [info] = gi.channels.values()
+    assert (info.language, info.version) == ("JAVA", 479)
+    call_.cancel()  # gone without NotifyClientTermination
+    expired = manager.scan_not_active_channels(time.monotonic() + 121)
+    assert len(expired) == 1 and manager.get("G") is None
