@@ -120,7 +120,7 @@ def test_every_mistake_is_one_line_naming_the_file_entity_and_field(tmp_path):
         "groups[0] 'billing': retryMaxTimes 'three' is not a whole number of at least -1",
         "groups[0] 'billing': unknown field 'consumeFast' (a group has name, consumeEnable, consumeFromMinEnable, "
         "consumeBroadcastEnable, retryQueueNums, retryMaxTimes, brokerId, whichBrokerWhenConsumeSlowly, "
-        "notifyConsumerIdsChangedEnable, consumeMessageOrderly)",
+        "notifyConsumerIdsChangedEnable, consumeMessageOrderly, groupRetryPolicy)",
         "groups[1]: a group is a mapping with a name, not 'just-a-name'",
         "kv[0]: a setting is {namespace, key, value}, each a non-empty string, not {'namespace': "
         "'ORDER_TOPIC_CONFIG'}"]], proc.stderr
@@ -247,3 +247,18 @@ def test_an_account_the_broker_would_refuse_is_refused_before_the_start(tmp_path
     entities.write_text("accounts:\n  - {accessKey: abc, secretKey: short}\n")
     proc = cli("serve", "--ephemeral", "--entities", str(entities), check=False)
     assert proc.returncode == 2 and proc.stderr.startswith(f"error: {entities}: accounts[0] 'abc': "), proc.stderr
+
+
+def test_a_retry_policy_is_exported_as_declared_and_a_bad_one_is_refused(tmp_path):
+    entities = tmp_path / "entities.json"
+    declared = {"name": "payments", "groupRetryPolicy": {
+        "type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 1000, "max": 60000, "multiplier": 2}}}
+    entities.write_text(json.dumps({"groups": [declared]}))
+    broker = launch_emulator(tmp_path / "emu", "--entities", str(entities))
+    try:
+        assert exported(broker.namesrv_addr)["groups"] == [declared]
+    finally:
+        broker.stop()
+    entities.write_text(json.dumps({"groups": [{"name": "payments", "groupRetryPolicy": {"type": "LINEAR"}}]}))
+    proc = cli("serve", "--ephemeral", "--entities", str(entities), check=False)
+    assert proc.returncode == 2 and "groups[0] 'payments': use groupRetryPolicy: {type: EXPONENTIAL" in proc.stderr

@@ -19,7 +19,8 @@ from .bodies import Body, MessageQueue, utf8
 __all__ = [
     "ResetOffsetBody", "GetConsumerStatusBody", "OffsetWrapper", "ConsumeStats", "TopicOffset",
     "TopicStatsTable", "TopicFilterType", "TopicConfig", "DataVersion", "TopicConfigSerializeWrapper",
-    "SubscriptionGroupConfig", "SubscriptionGroupWrapper", "ConsumerOffsetSerializeWrapper",
+    "SubscriptionGroupConfig", "SubscriptionGroupWrapper", "ConsumerOffsetSerializeWrapper", "GroupRetryPolicy",
+    "ExponentialRetryPolicy", "CustomizedRetryPolicy",
     "OffsetSerializeWrapper",
 ]
 
@@ -135,6 +136,33 @@ class TopicConfigSerializeWrapper(_ConfigFile):
     data_version: DataVersion = msgspec.field(default_factory=DataVersion)
 
 
+#: 5.x's CustomizedRetryPolicy default (its `next`, in ms): the 18 delay levels, 1 s to 2 h
+DEFAULT_CUSTOMIZED_NEXT = (1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
+                           480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
+
+
+class ExponentialRetryPolicy(Body):
+    """5.x: the delay of retry n is initial * multiplier^n, at most max (ms)."""
+
+    initial: int = 5000
+    max: int = 7_200_000
+    multiplier: int = 2
+
+
+class CustomizedRetryPolicy(Body):
+    """5.x: the delays of the retries (ms); the last repeats."""
+
+    next: list[int] = msgspec.field(default_factory=lambda: list(DEFAULT_CUSTOMIZED_NEXT))
+
+
+class GroupRetryPolicy(Body):
+    """5.x's groupRetryPolicy of a subscription group: what its 5.x consumers back off by (their settings)."""
+
+    type: str = "CUSTOMIZED"  # or EXPONENTIAL
+    exponential_retry_policy: ExponentialRetryPolicy | None = None
+    customized_retry_policy: CustomizedRetryPolicy | None = None
+
+
 class SubscriptionGroupConfig(Body):
     """One group of subscriptionGroup.json (200 body), with the Java defaults."""
 
@@ -150,6 +178,8 @@ class SubscriptionGroupConfig(Body):
     #: 5.x: a FIFO group (5.x clients consume its queues in order); None (not written, as 4.9.8 has no such
     #: field) unless an update set it
     consume_message_orderly: bool | None = None
+    #: 5.x: the group's retry policy (None: not written; the 5.x default, the customized delay levels)
+    group_retry_policy: GroupRetryPolicy | None = None
 
 
 class SubscriptionGroupWrapper(_ConfigFile):

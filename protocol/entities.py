@@ -19,7 +19,8 @@ JSON has the same shape. A topic's keys: `name` (required), `queues` (read and w
 NORMAL, FIFO, DELAY, TRANSACTION, MIXED). A group's: `name` (required) and any SubscriptionGroupConfig field by its
 Java name (`consumeEnable`, `consumeFromMinEnable`, `consumeBroadcastEnable`, `retryQueueNums`, `retryMaxTimes`,
 `brokerId`, `whichBrokerWhenConsumeSlowly`, `notifyConsumerIdsChangedEnable`, `consumeMessageOrderly`: 5.x's FIFO
-group). `parse_entities` collects every mistake, one line each naming the entity and the field.
+group), and `groupRetryPolicy` (5.x: what its 5.x consumers back off by, in subscriptionGroup.json's form).
+`parse_entities` collects every mistake, one line each naming the entity and the field.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from .admin_bodies import SubscriptionGroupConfig, TopicConfig
+from .admin_bodies import (CustomizedRetryPolicy, ExponentialRetryPolicy, GroupRetryPolicy, SubscriptionGroupConfig,
+                           TopicConfig)
 from .topics import name_problem
 
 #: the 5.x topic attribute and the message types it takes
@@ -109,14 +111,46 @@ def _topic(where: str, item: dict[str, Any], problems: list[str]) -> TopicConfig
                        attributes={"message.type": kind} if kind else None)
 
 
+def _retry_policy(where: str, value: Any, problems: list[str]) -> GroupRetryPolicy | None:
+    """5.x's groupRetryPolicy, in its subscriptionGroup.json form."""
+    shape = ("groupRetryPolicy: {type: EXPONENTIAL, exponentialRetryPolicy: {initial: MS, max: MS, multiplier: N}} "
+             "or {type: CUSTOMIZED, customizedRetryPolicy: {next: [MS, ...]}}")
+    if not isinstance(value, dict) or value.get("type") not in ("EXPONENTIAL", "CUSTOMIZED") or \
+            set(value) - {"type", "exponentialRetryPolicy", "customizedRetryPolicy"}:
+        problems.append(f"{where}: use {shape}")
+        return None
+    exponential = value.get("exponentialRetryPolicy")
+    customized = value.get("customizedRetryPolicy")
+    exp_policy = cust_policy = None
+    if exponential is not None:
+        if not isinstance(exponential, dict) or set(exponential) - {"initial", "max", "multiplier"} or \
+                not all(_is_int(v) and v > 0 for v in exponential.values()):
+            problems.append(f"{where}: exponentialRetryPolicy takes initial, max (ms) and multiplier, whole numbers "
+                            f"above 0")
+            return None
+        exp_policy = ExponentialRetryPolicy(**exponential)
+    if customized is not None:
+        steps = customized.get("next") if isinstance(customized, dict) else None
+        if not isinstance(steps, list) or not steps or not all(_is_int(v) and v > 0 for v in steps) or \
+                set(customized) - {"next"}:
+            problems.append(f"{where}: customizedRetryPolicy is {{next: [MS, ...]}}, delays above 0")
+            return None
+        cust_policy = CustomizedRetryPolicy(next=list(steps))
+    return GroupRetryPolicy(type=value["type"], exponential_retry_policy=exp_policy, customized_retry_policy=cust_policy)
+
+
 def _group(where: str, item: dict[str, Any], problems: list[str]) -> SubscriptionGroupConfig | None:
     bad = len(problems)
     values: dict[str, Any] = {}
     for key, value in item.items():
         if key == "name":
             continue
+        if key == "groupRetryPolicy":
+            values["group_retry_policy"] = _retry_policy(where, value, problems)
+            continue
         if key not in GROUP_FIELDS:
-            problems.append(f"{where}: unknown field {key!r} (a group has name, {', '.join(GROUP_FIELDS)})")
+            problems.append(f"{where}: unknown field {key!r} (a group has name, {', '.join(GROUP_FIELDS)}, "
+                            f"groupRetryPolicy)")
             continue
         attr, kind = GROUP_FIELDS[key]
         if kind is bool and not isinstance(value, bool):
@@ -276,6 +310,15 @@ def entities_document(topics: Sequence[TopicConfig], groups: Sequence[Subscripti
             value = getattr(g, attr)
             if value is not None and value != getattr(default_group, attr):
                 entry[key] = value
+        if g.group_retry_policy is not None:
+            policy = g.group_retry_policy
+            entry["groupRetryPolicy"] = {"type": policy.type}
+            if policy.exponential_retry_policy is not None:
+                e = policy.exponential_retry_policy
+                entry["groupRetryPolicy"]["exponentialRetryPolicy"] = {"initial": e.initial, "max": e.max,
+                                                                       "multiplier": e.multiplier}
+            if policy.customized_retry_policy is not None:
+                entry["groupRetryPolicy"]["customizedRetryPolicy"] = {"next": list(policy.customized_retry_policy.next)}
         out_groups.append(entry)
     document: dict[str, Any] = {"topics": out_topics, "groups": out_groups}
     if kv:

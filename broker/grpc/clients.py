@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable
 
 import grpc
 
+from rocketmq_emulator.protocol.admin_bodies import ExponentialRetryPolicy
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_emulator.protocol.codes import GRPC_CLIENT_VERSION, LANGUAGE_BY_NAME
 from rocketmq_emulator.protocol.grpc_v2 import v2
@@ -266,8 +267,17 @@ class ClientSessions:
             policy = out.backoff_policy
             policy.Clear()
             policy.max_attempts = (cfg.retry_max_times if cfg is not None else 16) + 1
-            levels = parse_delay_levels(b.config.store.message_delay_level) if b is not None else [1000]
-            policy.customized_backoff.next.extend(cv.duration(ms) for ms in levels)
+            retry = getattr(cfg, "group_retry_policy", None)
+            if retry is not None and retry.type == "EXPONENTIAL":  # the group's 5.x retry policy
+                exp = retry.exponential_retry_policy or ExponentialRetryPolicy()
+                policy.exponential_backoff.initial.CopyFrom(cv.duration(exp.initial))
+                policy.exponential_backoff.max.CopyFrom(cv.duration(exp.max))
+                policy.exponential_backoff.multiplier = float(exp.multiplier)
+            elif retry is not None and retry.customized_retry_policy is not None:
+                policy.customized_backoff.next.extend(cv.duration(ms) for ms in retry.customized_retry_policy.next)
+            else:
+                levels = parse_delay_levels(b.config.store.message_delay_level) if b is not None else [1000]
+                policy.customized_backoff.next.extend(cv.duration(ms) for ms in levels)
             out.subscription.fifo = bool(getattr(cfg, "consume_message_orderly", False))
             out.subscription.receive_batch_size = 32
             out.subscription.long_polling_timeout.CopyFrom(cv.duration(DEFAULT_LONG_POLLING_MS))

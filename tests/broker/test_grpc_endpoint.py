@@ -181,3 +181,41 @@ async def test_a_5x_consumer_is_in_the_brokers_table_until_its_silence_expires_i
     call_.cancel()  # gone without NotifyClientTermination
     expired = manager.scan_not_active_channels(time.monotonic() + 121)
     assert len(expired) == 1 and manager.get("G") is None
+
+
+async def test_a_groups_5x_retry_policy_is_its_consumers_backoff(tmp_path):
+    """A group's groupRetryPolicy (from the entities file, or a 5.x mqadmin's updateSubGroup body) is what the
+    settings reply gives its 5.x consumers, as the proxy's GrpcClientSettingsManager builds it."""
+    import json
+
+    entities = tmp_path / "entities.json"
+    entities.write_text(json.dumps({"groups": [
+        {"name": "Exp", "groupRetryPolicy": {"type": "EXPONENTIAL",
+                                             "exponentialRetryPolicy": {"initial": 2000, "max": 60000,
+                                                                        "multiplier": 3}}},
+        {"name": "Custom", "retryMaxTimes": 2,
+         "groupRetryPolicy": {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 4000]}}}]}))
+    cfg = emulator_config(namesrv_port=0, listen_port=0, grpc_server_port=0, store_path_root_dir=str(tmp_path / "s"),
+                          entities_file=str(entities))
+    async with Emulator(cfg) as emu:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{emu.grpc.port}") as channel:
+            async def settings_of(group: str) -> v2.Settings:
+                settings = v2.Settings(client_type=v2.ClientType.PUSH_CONSUMER)
+                settings.subscription.group.name = group
+                stream = channel.stream_stream(f"/{SERVICE}/Telemetry",
+                                               request_serializer=v2.TelemetryCommand.SerializeToString,
+                                               response_deserializer=v2.TelemetryCommand.FromString)
+                call_ = stream(metadata=((("x-mq-client-id", f"c-{group}"),)))
+                await call_.write(v2.TelemetryCommand(settings=settings))
+                reply = await call_.read()
+                call_.cancel()
+                return reply.settings
+            exp = (await settings_of("Exp")).backoff_policy
+            assert exp.WhichOneof("strategy") == "exponential_backoff"
+            assert (exp.exponential_backoff.initial.seconds, exp.exponential_backoff.max.seconds,
+                    exp.exponential_backoff.multiplier) == (2, 60, 3.0)
+            custom = (await settings_of("Custom")).backoff_policy
+            assert custom.max_attempts == 3
+            assert [d.seconds for d in custom.customized_backoff.next] == [1, 4]
+        stored = (tmp_path / "s" / "config" / "subscriptionGroup.json").read_text()
+        assert '"groupRetryPolicy"' in stored and '"EXPONENTIAL"' in stored
