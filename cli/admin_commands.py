@@ -233,13 +233,18 @@ async def export_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]
     data = {"group": a.group, "queues": queues, "offsetTable": {k: {str(q): o for q, o in v.items()}
                                                                for k, v in wrapper.offset_table.items()}}
     if a.file:
-        try:
-            with open(a.file, "w", encoding="utf-8") as f:
-                f.write(content)
-        except OSError as exc:
-            raise InvalidArgumentError(f"cannot write {a.file}: {exc.strerror or exc}") from None
+        write_file(a.file, content)
         return {**data, "file": a.file}, f"{queues} queue offset(s) of group {a.group} written to {a.file}"
     return data, content
+
+
+def write_file(path: str, content: str) -> None:
+    """An export's file; a path that cannot be written is one line (InvalidArgumentError), not a traceback."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(content)
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 async def import_offsets(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
@@ -373,11 +378,7 @@ async def export_entities(admin: Admin, a: argparse.Namespace) -> tuple[Any, str
                f"{len(document.get('kv', []))} KV setting(s)")
     if not a.file:
         return document, content.rstrip("\n")
-    try:
-        with open(a.file, "w", encoding="utf-8") as f:
-            f.write(content)
-    except OSError as exc:
-        raise InvalidArgumentError(f"cannot write {a.file}: {exc.strerror or exc}") from None
+    write_file(a.file, content)
     return {**document, "file": a.file}, f"{summary} written to {a.file}"
 
 
