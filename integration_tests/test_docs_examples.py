@@ -148,3 +148,18 @@ def test_docs_python_block_runs(block):
     proc = subprocess.run([sys.executable, "-c", BLOCKS[block]], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, f"python block {block} failed:\n{proc.stderr[-3000:]}"
+
+
+def test_the_readme_entities_example_runs_as_written(tmp_path):
+    """README "Entities, typed topics and namespaces": the bash block, in an empty directory with the venv's bin on
+    the PATH (it starts its own broker on free ports and stops it)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Entities, typed topics and namespaces", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "NAMESRV_ADDR": "",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert '      "messageType": "FIFO"' in lines and lines[-1] == "MQ_INST_1_a%Orders", done.stdout
