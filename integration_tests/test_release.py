@@ -45,7 +45,8 @@ def _venv(path: Path) -> Path:
 
 
 def _install(python: Path, target: str) -> None:
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", target],
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
+                           target],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
