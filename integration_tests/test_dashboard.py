@@ -200,3 +200,54 @@ def test_the_topic_and_group_lists_group_resources_by_namespace(dashboard):
         page.select_option("#namespace", "MQ_INST_1_a")
         page.wait_for_function("document.querySelectorAll('[data-testid=groups] tbody tr').length === 1")
         assert cells(page, "groups", "namespace") == ["MQ_INST_1_a"]
+
+
+def test_the_first_rounds_page_defects_are_gone(tmp_path):
+    """The topic page's totals row (no NaN, the latest store time), a group page that asks for no DLQ it does not
+    have (no 404 at each refresh), a JSON wire trace shown as readable text, and a POP group's page with its
+    popped-and-not-acked messages and its retry topic's row."""
+    from rocketmq_emulator.protocol import RemotingCommand, RequestCode
+    from rocketmq_emulator.protocol.pop_headers import PopMessageRequestHeader
+    from integration_tests.rawclient import RawClient
+    trace = tmp_path / "trace.jsonl"
+    broker = launch_emulator(tmp_path / "emu", "--topic", "Orders:2", "--trace", str(trace), "--trace-format",
+                             "json", dashboard=True)
+    try:
+        ns, url = broker.namesrv_addr, broker.dashboard_url
+        produce(ns, "Orders", 3)
+
+        async def pop_and_revive() -> None:  # a POP group pops one message and lets its invisible time run out
+            host, port = broker.broker_addr.rsplit(":", 1)
+            c = await RawClient.connect(host, int(port))
+            try:
+                r = await c.request(RemotingCommand.request(RequestCode.POP_MESSAGE, PopMessageRequestHeader(
+                    consumer_group="PopG", topic="Orders", queue_id=-1, max_msg_nums=1, invisible_time=60_000,
+                    poll_time=0, born_time=int(time.time() * 1000), init_mode=0).to_ext()))
+                assert r.code == 0, r.remark
+            finally:
+                c.close()
+        asyncio.run(pop_and_revive())
+        with browser_page() as page:
+            not_found: list[str] = []
+            page.on("response", lambda r: not_found.append(r.url) if r.status == 404 else None)
+            page.goto(url + "#/topic/Orders")
+            page.wait_for_selector('[data-testid="queues"] tr.total')
+            total = page.inner_text('[data-testid="queues"] tr.total')
+            assert "NaN" not in total and "never" not in total and "total" in total, total
+            page.goto(url + "#/group/PopG")
+            page.wait_for_selector('[data-testid="unacked"]')
+            assert cells(page, "unacked", "topic") == ["Orders"]
+            time.sleep(3)  # a refresh or two
+            assert not [u for u in not_found if "%25DLQ%25" in u or "%DLQ%" in u], not_found
+            page.goto(url + "#/trace")
+            page.wait_for_function("document.querySelector('[data-testid=trace]').textContent.includes('<-')")
+            text = page.inner_text('[data-testid="trace"]')
+            assert not any(line.startswith("{") for line in text.splitlines()), text[:500]
+        assert run_cli("admin", "advanceTime", "-n", ns, "-s", "61").returncode == 0  # revived: in its retry topic
+        with urllib.request.urlopen(url + "api/groups/PopG", timeout=10) as answer:
+            detail = json.loads(answer.read())
+        rows = {q["topic"]: q for q in detail["queues"]}
+        assert rows["%RETRY%PopG_Orders"]["diff"] == 1, detail["queues"]  # the revived message, waiting
+        assert detail["dlq"] is False
+    finally:
+        broker.stop()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_emulator.protocol.admin_bodies import ConsumeStats, OffsetWrapper
 from rocketmq_emulator.protocol.bodies import MessageModel, MessageQueue
-from rocketmq_emulator.protocol.topics import pop_retry_topic
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, pop_retry_topic
 
 from ..state.consumer_offset import BROADCAST_SUFFIX
 
@@ -42,6 +42,9 @@ def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None,
         topics |= {pop_retry_topic(group, t) for t in gi.subscription_table}
     if broadcasting and not topic_filter:
         topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
+    if not topic_filter:  # a POP group's retry topics (where its revived messages wait), online or not; a group
+        # that never popped has none (a topic that does not exist is left out below)
+        topics |= {pop_retry_topic(group, t) for t in list(topics) if not t.startswith(RETRY_GROUP_TOPIC_PREFIX)}
     table = {}
     online = gi is not None and bool(gi.channels)
     consume_tps = 0.0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 import msgspec
 from aiohttp import web
 
+from rocketmq_emulator.protocol.trace import NotATraceError, TraceFilter, format_text, parse_codes, read_trace
 from rocketmq_emulator.protocol.transport import PortUnavailable
 
 from . import actions, views
@@ -309,8 +310,11 @@ class DashboardServer:
         if target is None or target == "-":
             raise Invalid("the wire trace is off: start serve with --trace FILE to follow it here")
         q = request.query
-        codes = [c.strip().upper() for c in q.get("codes", "").split(",") if c.strip()]
-        needles = [f"={v}" for v in (q.get("group"), q.get("topic")) if v]
+        try:
+            codes = parse_codes(q["codes"]) if q.get("codes", "").strip() else None
+        except ValueError as exc:
+            raise Invalid(str(exc)) from None
+        trace_filter = TraceFilter(codes, q.get("group") or None, q.get("topic") or None)
         limit = views.number(q.get("lines"), "lines", low=1, default=200)
         try:
             with open(target, "rb") as f:
@@ -320,6 +324,10 @@ class DashboardServer:
                 lines = f.read().decode(errors="replace").splitlines()
         except OSError as exc:
             raise Invalid(f"cannot read the trace file {target}: {exc.strerror}") from None
-        picked = [line for line in lines if (not codes or any(f"{c}(" in line or f"to {c}:" in line for c in codes))
-                  and all(n in line for n in needles)]
+        if size > 2_000_000:
+            lines = lines[1:]  # the first line read is the end of a longer one
+        try:  # the live rule of `rocketmq-emulator trace`: requests chosen, their answers; JSON lines as text
+            picked = [r if isinstance(r, str) else format_text(r) for r in read_trace(lines, trace_filter)]
+        except NotATraceError as exc:
+            raise Invalid(f"{target}: {exc}") from None
         return _json({"file": target, "lines": picked[-limit:]})

@@ -117,7 +117,8 @@ def topic_detail(b: ReadModel, topic: str) -> dict[str, Any]:
     groups = b.groups_of_topic(topic)
     return {"topic": topic, "readQueues": tc.read_queue_nums, "writeQueues": tc.write_queue_nums, "perm": tc.perm,
             "routePerm": route_perm(b, topic), "kind": b.topic_kind(topic), "queues": queues,
-            "messages": sum(q["messages"] for q in queues), "groups": groups}
+            "messages": sum(q["messages"] for q in queues),
+            "lastStoreTime": max((q["lastStoreTime"] for q in queues), default=0), "groups": groups}
 
 
 # -- messages ---------------------------------------------------------------------------------------
@@ -243,6 +244,7 @@ def group_detail(b: ReadModel, group: str) -> dict[str, Any]:
             "subscriptions": subscriptions, "queues": queues, "consumeTps": round(stats.consume_tps, 1),
             "totals": {k: sum(q[k] for q in queues) for k in ("brokerOffset", "diff", "inflight", "ready")},
             "popInflight": b.inflight(group), "unacked": unacked(b, group),
+            "dlq": b.topic(dlq_topic(group)) is not None,
             "note": "broadcasting: each client keeps its own offsets; the group's are its latest" if broadcasting
             else None}
 

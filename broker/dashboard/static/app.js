@@ -37,7 +37,8 @@ async function api(path, body) {
 function table(id, columns, rows, total) {
   const head = columns.map(c => `<th class="${c.num ? "num" : ""}">${esc(c.title)}</th>`).join("");
   const cell = (c, r) => {
-    const v = c.render ? c.render(r) : esc(c.num ? fmtNum(r[c.key]) : r[c.key]);
+    const value = r[c.key];  // a totals row has words ("total") or nothing in some number columns
+    const v = c.render ? c.render(r) : esc(c.num && typeof value === "number" ? fmtNum(value) : value ?? "");
     return `<td class="${c.num ? "num" : ""}" data-col="${esc(c.key || c.title)}">${v}</td>`;
   };
   const body = rows.map(r => `<tr>${columns.map(c => cell(c, r)).join("")}</tr>`).join("");
@@ -187,7 +188,7 @@ pages.topic = async (name) => {
       {title: "queue", key: "queueId", num: 1}, {title: "min offset", key: "minOffset", num: 1},
       {title: "max offset", key: "maxOffset", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}], t.queues,
-      {queueId: "total", messages: t.messages}) +
+      {queueId: "total", messages: t.messages, lastStoreTime: t.lastStoreTime}) +
       `<p>groups with offsets: ${t.groups.map(g => `<a href="#/group/${encodeURIComponent(g)}">${esc(g)}</a>`).join(", ") || "none"}</p>`;
   };
 };
@@ -273,6 +274,7 @@ pages.group = async (name) => {
     <h3>Where is a message for this group?</h3>
     <form id="where"><label>message id <input name="msgId" size="40" required></label>
       <label>topic <input name="topic"></label><button>Find</button></form><div id="where-result"></div>
+    <h3>Popped, not acked (POP)</h3><div id="unacked"></div>
     <h3>Offset history</h3><div id="history"></div>
     <h3>Dead-letter queue</h3><div id="dlq"></div>`;
   bindForm("#reset", async (d, submitter) => {
@@ -311,8 +313,15 @@ pages.group = async (name) => {
       {title: "topic", key: "topic"}, {title: "queue", key: "queue_id", num: 1}, {title: "what", key: "kind"},
       {title: "offset", key: "offset", num: 1}, {title: "before", key: "previous", num: 1}, {title: "by", key: "by"}],
       history.slice(0, 100));
+    $("#unacked").innerHTML = d.unacked.length ? table("unacked", [{title: "topic", key: "topic"},
+        {title: "queue", key: "queueId", num: 1}, {title: "offset", key: "offset", num: 1},
+        {title: "invisible until", render: r => esc(fmtTime(r.invisibleUntil)) +
+          (r.invisibleUntil <= Date.now() ? ' <span class="marker">revive due</span>' : "")}], d.unacked)
+      : '<p class="muted">none</p>';
     if (document.activeElement?.closest("#dlq")) return;  // the resend form is being filled in: leave it
-    const dlq = await api(`/api/topics/${encodeURIComponent("%DLQ%" + name)}/messages?count=50`).catch(() => null);
+    // only a group whose DLQ topic exists: asking for one that does not would be a 404 at every refresh
+    const dlq = d.dlq ? await api(`/api/topics/${encodeURIComponent("%DLQ%" + name)}/messages?count=50`).catch(() => null)
+      : null;
     $("#dlq").innerHTML = dlq === null ? '<p class="muted">none: no message of this group went to its DLQ</p>' :
       messageTable(dlq) + '<form id="resend" class="action"><label>message id <input name="msgId" size="40"></label>' +
       `<input type="hidden" name="topic" value="%DLQ%${esc(name)}"><button>Resend to its topic</button></form>`;
