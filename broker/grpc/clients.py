@@ -43,6 +43,13 @@ GRPC_PRODUCER_GROUP = "rmq-emulator-grpc-producer"
 SILENT_S = 120.0
 
 
+def peer_address(context: Any) -> str:
+    """The caller's address as the remoting side writes one ("127.0.0.1:5678"; gRPC's peer is
+    "ipv4:127.0.0.1:5678" or "ipv6:[::1]:5678")."""
+    peer = context.peer() or ""
+    return peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
 class GrpcClientChannel(RemotingConnection):
     """A 5.x client as the broker's consumer and producer tables hold it (the proxy's GrpcClientChannel): its
     address for `consumerConnection` and the dashboard; remoting requests to clients (NOTIFY_CONSUMER_IDS_CHANGED,
@@ -110,11 +117,9 @@ class ClientSessions:
         s = self.sessions.get(client_id)
         if s is None:
             self._forget_silent(now)
-            peer = context.peer() or ""
             language = str(md.get("x-mq-language") or "JAVA").upper()
             s = self.sessions[client_id] = ClientSession(
-                client_id, channel=GrpcClientChannel(peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:"))
-                                                     else peer),
+                client_id, channel=GrpcClientChannel(peer_address(context)),
                 language=language if language in LANGUAGE_BY_NAME else "OTHER")
         s.last_seen = now
         return s

@@ -24,6 +24,8 @@ from rocketmq_emulator.protocol.command import ONEWAY_FLAG, RESPONSE_FLAG
 from rocketmq_emulator.protocol.grpc_v2 import v2
 from rocketmq_emulator.protocol.trace import GRPC_PORT
 
+from .clients import peer_address
+
 #: the remoting request each call stands for
 EQUIVALENT: dict[str, int] = {
     "QueryRoute": RequestCode.GET_ROUTEINFO_BY_TOPIC, "Heartbeat": RequestCode.HEART_BEAT,
@@ -47,9 +49,8 @@ class _Call:
 
     def __init__(self, context: Any) -> None:
         md = dict(context.invocation_metadata() or ())
-        peer = context.peer() or ""
         self.name = GRPC_PORT
-        self.peer = peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
+        self.peer = peer_address(context)
         self.attributes: dict[str, Any] = {"client_id": md.get("x-mq-client-id"),
                                            "language": md.get("x-mq-language"),
                                            "version": md.get("x-mq-client-version")}
