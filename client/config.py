@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rocketmq_emulator.protocol.topics import NAME_CHARACTERS
+from rocketmq_emulator.protocol.topics import NAME_CHARACTERS, name_problem
 
 from .errors import InvalidArgumentError
 
@@ -95,10 +95,9 @@ def validate_name(kind: str, name: str) -> str:
 
 
 def validate_topic(topic: str) -> str:
-    if not isinstance(topic, str) or not topic or not _VALID_NAME.match(topic):
-        raise InvalidArgumentError(f"topic {topic!r} is invalid: use {NAME_CHARACTERS}")
-    if len(topic) > 127:
-        raise InvalidArgumentError(f"topic {topic[:20]!r}... is longer than 127 characters")
+    problem = name_problem("topic", topic) if isinstance(topic, str) else f"topic {topic!r} is not text"
+    if problem is not None:
+        raise InvalidArgumentError(problem)
     return topic
 
 

@@ -38,8 +38,6 @@ def consume_stats(b: BrokerContext, group: str, topic_filter: str | None = None,
     topics = {topic_filter} if topic_filter else offsets.topics_of_group(stored_as)
     if not topic_filter and gi is not None and subscribed:  # an online group's topics before any commit
         topics |= set(gi.subscription_table)
-        # and a POP group's retry topics (made when a message's invisible time ran out): its pending retries
-        topics |= {pop_retry_topic(group, t) for t in gi.subscription_table}
     if broadcasting and not topic_filter:
         topics |= {t for t, g in b.broadcast_offsets.clients if g == group}
     if not topic_filter:  # a POP group's retry topics (where its revived messages wait), online or not; a group
