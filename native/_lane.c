@@ -575,14 +575,18 @@ static inline int64_t be64(const unsigned char *p) {
  * the twin of store/message_lookup.py _scan_units for a pull with no record filter and no memory limit, `tags`
  * None (every message) or a set of tag hash codes. found: 0 none matched, 1 found, 2 the first unit's record
  * was removed (MESSAGE_WAS_REMOVING). None when something is off (a unit outside its segment): the twin then
- * walks the units itself. */
+ * walks the units itself. With `joined` true (a pull's answer body) -> (found, p, total, records: bytes,
+ * count): the records back to back, copied once from the mapped segments, no object per message. */
 static PyObject *scan_units(PyObject *self, PyObject *args) {
     PyObject *cq_mm, *tags, *files;
     Py_ssize_t pos, end, max_msg_nums, max_count;
     long long offset, file_size, max_bytes;
-    if (!PyArg_ParseTuple(args, "OnnLnOOLLn", &cq_mm, &pos, &end, &offset, &max_msg_nums, &tags, &files, &file_size,
-                          &max_bytes, &max_count))
+    int joined = 0;
+    if (!PyArg_ParseTuple(args, "OnnLnOOLLn|p", &cq_mm, &pos, &end, &offset, &max_msg_nums, &tags, &files,
+                          &file_size, &max_bytes, &max_count, &joined))
         return NULL;
+    unsigned char *body = NULL; /* joined: the records back to back */
+    long long body_cap = 0;
     if (tags != Py_None && !PyAnySet_Check(tags)) {
         PyErr_SetString(PyExc_TypeError, "tags: None or a set");
         return NULL;
@@ -687,7 +691,21 @@ static PyObject *scan_units(PyObject *self, PyObject *args) {
                     goto done;
                 }
                 got = at + size <= seg_wrote;
-                if (got) {
+                if (got && joined) {
+                    if (total + size > body_cap) {
+                        long long cap = body_cap ? body_cap * 2 : 8192;
+                        while (cap < total + size)
+                            cap *= 2;
+                        unsigned char *grown = PyMem_Realloc(body, (size_t)cap);
+                        if (grown == NULL) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        body = grown;
+                        body_cap = cap;
+                    }
+                    memcpy(body + total, (const char *)seg.buf + at, (size_t)size);
+                } else if (got) {
                     PyObject *data = PyBytes_FromStringAndSize((const char *)seg.buf + at, size);
                     PyObject *qo = PyLong_FromLongLong(offset + (p - pos) / 20);
                     PyObject *ph = PyLong_FromLongLong(phy);
@@ -715,8 +733,13 @@ static PyObject *scan_units(PyObject *self, PyObject *args) {
         found = 1;
         next_phy_file_start = -1;
     }
-    out = Py_BuildValue("(inLOOO)", found, p, total, messages, qos, phys);
+    if (joined)
+        out = Py_BuildValue("(inLy#n)", found, p, total, body != NULL ? (const char *)body : "", (Py_ssize_t)total,
+                            count);
+    else
+        out = Py_BuildValue("(inLOOO)", found, p, total, messages, qos, phys);
 done:
+    PyMem_Free(body);
     if (out == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) { /* off: the twin decides */
         PyErr_Clear();
         out = Py_None;
@@ -863,6 +886,7 @@ static PyMethodDef methods[] = {
     {"read_sends", lane_read_sends, METH_VARARGS, "A read's frames, plain sends taken whole (see read_sends.c)."},
     {"success_frames", lane_success_frames, METH_VARARGS, "A stored group's SUCCESS answers (see read_sends.c)."},
     {"send_header", lane_send_header, METH_VARARGS, "A V2 send header as read_sends reads it (see read_sends.c)."},
+    {"pull_header", lane_pull_header, METH_VARARGS, "A pull header as read_sends reads it (see read_sends.c)."},
     {"index_drain", lane_index_drain, METH_VARARGS, "Pending keys into an index file (see index_drain.c)."},
     {"run_queue_offsets", lane_run_queue_offsets, METH_VARARGS, "A run's queues and offsets (see dispatch.c)."},
     {"put_units", lane_put_units, METH_VARARGS, "A run's consume-queue units (see dispatch.c)."},

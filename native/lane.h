@@ -89,6 +89,7 @@ PyObject *lane_batch_items(PyObject *cls, PyObject *body, PyObject *suffix, PyOb
 PyObject *lane_read_sends(PyObject *self, PyObject *args);
 PyObject *lane_success_frames(PyObject *self, PyObject *args);
 PyObject *lane_send_header(PyObject *self, PyObject *args);
+PyObject *lane_pull_header(PyObject *self, PyObject *args);
 int lane_read_sends_init(void);
 
 /* index_drain.c */

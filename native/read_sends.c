@@ -197,32 +197,21 @@ static int js_ext_value(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
     return 1;
 }
 
-/* A send header the lane takes, of SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE ({"code":310,...}, {"code":320,...}:
- * extFields of string values under the
- * letters a..n, nothing else) or of SEND_MESSAGE ({"code":10,...}: the long names, any other key ignored as the
- * generic path ignores it, values as js_ext_value reads them): the envelope's keys only (code, language,
- * version, opaque, flag, remark, extFields, serializeTypeCurrentRPC, each at most once), flag 0, each field at
- * most once, producer group, queue id and born timestamp present (and the topic, for long names), numbers
- * canonical and in range. 1 when taken (fields in *h, strings in j->out). */
-static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned char *scratch, send_hdr_t *h) {
-    int long_names;
-    Py_ssize_t skip;
-    if (hlen >= 12 && (memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)) {
-        long_names = 0;
-        skip = 12;
-    } else if (hlen >= 11 && memcmp(hdr, "{\"code\":10,", 11) == 0) {
-        long_names = 1;
-        skip = 11;
-    } else {
-        return 0;
-    }
+/* The envelope and extFields of a JSON request header after its `{"code":N,` (`skip` bytes), as the lane takes
+ * them: the envelope's keys only (code, language, version, opaque, flag, remark, extFields,
+ * serializeTypeCurrentRPC, each at most once), flag 0, extFields an object of the fields `names` (nnames of them;
+ * NULL: the V2 letters a..n, string values only, no other key) each at most once, values as js_ext_value reads
+ * them (the long names: any other key ignored as the generic path ignores it). Each field present: its text at
+ * scratch + val[i], vlen[i] bytes, bit i of *have. 1 when taken (*opaque: the envelope's, 0 by default). */
+static int read_request_fields(const unsigned char *hdr, Py_ssize_t hlen, Py_ssize_t skip, const char *const *names,
+                               int nnames, unsigned char *scratch, long long *opaque, Py_ssize_t *val,
+                               Py_ssize_t *vlen, unsigned *have_out) {
     js_t j = {hdr + skip, hdr + hlen, scratch, 0};
     unsigned seen = 0;
     long long flag = -1, v;
     int ext_read = 0;
-    Py_ssize_t val[14], vlen[14];
     unsigned have = 0, named = 0;
-    h->opaque = 0; /* the envelope's default */
+    *opaque = 0; /* the envelope's default */
     for (;;) {
         Py_ssize_t ks, kl;
         if (!js_str(&j, &ks, &kl) || !js_char(&j, ':'))
@@ -235,7 +224,7 @@ static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned 
             bit = 1;
             if (!js_int(&j, &v) || !INT32_OK(v))
                 return 0;
-            h->opaque = v;
+            *opaque = v;
         } else if (KEY("flag")) {
             bit = 2;
             if (!js_int(&j, &flag))
@@ -271,19 +260,19 @@ static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned 
                     if (!js_str(&j, &es, &el))
                         return 0;
                     int letter = -1;
-                    if (!long_names) {
+                    if (names == NULL) {
                         letter = el == 1 ? scratch[es] - 'a' : -1;
                         if (letter < 0 || letter > 13)
                             return 0;
                     } else {
-                        for (int i = 0; i < 14; i++)
-                            if ((size_t)el == strlen(LONG_NAMES[i]) && memcmp(scratch + es, LONG_NAMES[i], (size_t)el) == 0)
+                        for (int i = 0; i < nnames; i++)
+                            if ((size_t)el == strlen(names[i]) && memcmp(scratch + es, names[i], (size_t)el) == 0)
                                 letter = i;
                     }
                     j.outn = es;
                     if (!js_char(&j, ':'))
                         return 0;
-                    if (!(long_names ? js_ext_value(&j, &vs, &vl) : js_str(&j, &vs, &vl)))
+                    if (!(names != NULL ? js_ext_value(&j, &vs, &vl) : js_str(&j, &vs, &vl)))
                         return 0;
                     if (letter >= 0) {
                         if ((named >> letter) & 1)
@@ -320,6 +309,32 @@ static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned 
     }
     js_ws(&j);
     if (j.p != j.end || flag != 0 || !ext_read)
+        return 0;
+    *have_out = have;
+    return 1;
+}
+
+/* A send header the lane takes, of SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE ({"code":310,...}, {"code":320,...}:
+ * extFields of string values under the letters a..n, nothing else) or of SEND_MESSAGE ({"code":10,...}: the
+ * long names), as read_request_fields reads them; producer group, queue id and born timestamp present (and the
+ * topic, for long names), numbers canonical and in range. 1 when taken (fields in *h, strings in scratch). */
+static int read_send_header(const unsigned char *hdr, Py_ssize_t hlen, unsigned char *scratch, send_hdr_t *h) {
+    int long_names;
+    Py_ssize_t skip;
+    if (hlen >= 12 && (memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)) {
+        long_names = 0;
+        skip = 12;
+    } else if (hlen >= 11 && memcmp(hdr, "{\"code\":10,", 11) == 0) {
+        long_names = 1;
+        skip = 11;
+    } else {
+        return 0;
+    }
+    Py_ssize_t val[14], vlen[14];
+    unsigned have;
+    long long v;
+    if (!read_request_fields(hdr, hlen, skip, long_names ? LONG_NAMES : NULL, 14, scratch, &h->opaque, val, vlen,
+                             &have))
         return 0;
     /* a producer group, a queue id and a born timestamp are required */
     unsigned required = (1u << 0) | (1u << 4) | (1u << 6) | (long_names ? 1u << 1 : 0);
@@ -381,6 +396,83 @@ PyObject *lane_send_header(PyObject *self, PyObject *args) {
         out = props == NULL ? NULL : Py_BuildValue("(Ls#LLLLNLN)", h.opaque, (const char *)scratch + h.topic,
                                                    h.topic_len, h.queue_id, h.sys_flag, h.born_ts, h.flag, props,
                                                    h.reconsume_times, PyBool_FromLong(h.batch));
+    }
+    PyMem_Free(scratch);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* pull headers                                                                                      */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* PullMessageRequestHeader's wire names, in the order of its fields (protocol/headers.py) */
+static const char *const PULL_NAMES[12] = {
+    "consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
+    "suspendTimeoutMillis", "subscription", "subVersion", "expressionType", "bname"};
+/* which of them are numbers (the rest are strings) */
+#define PULL_NUMBERS ((1u << 2) | (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 9))
+
+/* A PULL_MESSAGE header the lane takes ({"code":11,...}, read as read_request_fields reads the long names): the
+ * six required fields present, every number canonical. A new tuple of PullMessageRequestHeader's fields in
+ * order (absent strings None, absent numbers 0) and *opaque; Py_None (borrowed) when not taken; NULL on error. */
+static PyObject *pull_fields(const unsigned char *hdr, Py_ssize_t hlen, unsigned char *scratch, long long *opaque) {
+    if (hlen < 11 || memcmp(hdr, "{\"code\":11,", 11) != 0)
+        return Py_None;
+    Py_ssize_t val[12], vlen[12];
+    unsigned have;
+    if (!read_request_fields(hdr, hlen, 11, PULL_NAMES, 12, scratch, opaque, val, vlen, &have) ||
+        (have & 0x3F) != 0x3F)
+        return Py_None;
+    long long num[12];
+    for (int i = 0; i < 12; i++) {
+        num[i] = 0;
+        if (((PULL_NUMBERS >> i) & 1) && ((have >> i) & 1) && !dec_int(scratch + val[i], vlen[i], &num[i]))
+            return Py_None;
+    }
+    PyObject *out = PyTuple_New(12);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < 12; i++) {
+        PyObject *v;
+        if ((PULL_NUMBERS >> i) & 1)
+            v = PyLong_FromLongLong(num[i]);
+        else if ((have >> i) & 1)
+            v = PyUnicode_FromStringAndSize((const char *)scratch + val[i], vlen[i]);
+        else {
+            v = Py_None;
+            Py_INCREF(v);
+        }
+        if (v == NULL || PyTuple_SetItem(out, i, v) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* pull_header(header: bytes) -> (opaque, fields) or None: the header as read_sends reads a PULL_MESSAGE's, for
+ * the tests */
+PyObject *lane_pull_header(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O", &obj))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    unsigned char *scratch = PyMem_Malloc(view.len > 0 ? (size_t)view.len : 1);
+    PyObject *out = NULL;
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+    } else {
+        long long opaque;
+        PyObject *fields = pull_fields(view.buf, view.len, scratch, &opaque);
+        if (fields == Py_None) {
+            out = Py_None;
+            Py_INCREF(out);
+        } else if (fields != NULL) {
+            out = Py_BuildValue("(LN)", opaque, fields);
+        }
     }
     PyMem_Free(scratch);
     PyBuffer_Release(&view);
@@ -554,9 +646,28 @@ static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObje
     return msg;
 }
 
+/* scratch for a header of hlen bytes: the stack buffer `local` or a bigger allocation (freed by the caller when
+ * it is not `local`); -1 (MemoryError set, *scratch back to `local`) when it cannot be had */
+static int ensure_scratch(unsigned char **scratch, unsigned char *local, Py_ssize_t *cap, uint32_t hlen) {
+    if ((Py_ssize_t)hlen <= *cap)
+        return 0;
+    if (*scratch != local)
+        PyMem_Free(*scratch);
+    *scratch = PyMem_Malloc(hlen);
+    *cap = hlen;
+    if (*scratch == NULL) {
+        *scratch = local;
+        *cap = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
 /* read_sends(buf, pos, max_frame_length, ctx) -> (items, bad): split_frames' (items, bad), where each run of
  * consecutive single sends the lane takes is one item [msgs, opaques, end] (a list) in place of their frame
- * tuples, and each batch it takes one item [msgs, opaque, end, True].
+ * tuples, each batch it takes one item [msgs, opaque, end, True], and each PULL_MESSAGE whose header it reads one
+ * item [fields, opaque, end, False] (fields: PullMessageRequestHeader's, in order).
  * Only sends before the read's first other request are taken (that request might change a topic or a limit).
  * ctx = (topic table, validated topics, MessageExtBrokerInner, CLUSTER suffix, maxMessageSize, born host packed,
  * born port). */
@@ -614,22 +725,37 @@ PyObject *lane_read_sends(PyObject *self, PyObject *args) {
         const unsigned char *hdr = buf + pos + 8;
         int send = word >> 24 == 0 && hlen >= 11 && (memcmp(hdr, "{\"code\":10,", 11) == 0 || (hlen >= 12 && (
             memcmp(hdr, "{\"code\":310,", 12) == 0 || memcmp(hdr, "{\"code\":320,", 12) == 0)));
+        PyObject *pull = Py_None;
+        if (!send && word >> 24 == 0 && hlen >= 11 && hdr[8] == '1' && hdr[9] == '1' && hdr[10] == ',') {
+            if (ensure_scratch(&scratch, local, &scratch_cap, hlen) < 0) {
+                Py_DECREF(body);
+                goto fail;
+            }
+            pull = pull_fields(hdr, hlen, scratch, &opaque);
+            if (pull == NULL) {
+                Py_DECREF(body);
+                goto fail;
+            }
+        }
+        if (pull != Py_None) { /* a pull: its own item [fields, opaque, end, False]; it changes nothing msgCheck
+                                * reads, so sends after it are still taken */
+            Py_DECREF(body);
+            group = NULL;
+            PyObject *item = Py_BuildValue("[NLnO]", pull, opaque, end, Py_False);
+            int prc = item == NULL ? -1 : PyList_Append(items, item);
+            Py_XDECREF(item);
+            if (prc < 0)
+                goto fail;
+            pos = end;
+            continue;
+        }
         if (!send)
             taking = 0; /* another request may change what msgCheck reads (a topic, maxMessageSize): from here on
                          * the Python path sees every frame after it, as it sees them, in order */
         if (send && taking) {
-            if ((Py_ssize_t)hlen > scratch_cap) {
-                if (scratch != local)
-                    PyMem_Free(scratch);
-                scratch = PyMem_Malloc(hlen);
-                scratch_cap = hlen;
-                if (scratch == NULL) {
-                    scratch = local; /* (freed state restored for `fail`) */
-                    scratch_cap = 0;
-                    Py_DECREF(body);
-                    PyErr_NoMemory();
-                    goto fail;
-                }
+            if (ensure_scratch(&scratch, local, &scratch_cap, hlen) < 0) {
+                Py_DECREF(body);
+                goto fail;
             }
             msg = plain_message(buf + pos + 8, hlen, body, scratch, &tc, ctx, limit, &opaque, &is_batch);
             if (msg == NULL) {

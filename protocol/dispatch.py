@@ -15,7 +15,7 @@ from .frame import TypedHeaderDecoder
 
 # (request, connection) -> answer; the connection is transport.py's RemotingConnection (not named here: the
 # transport imports this module)
-Handler = Callable[[RemotingCommand, Any], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+Handler = Callable[[RemotingCommand, Any], "RemotingCommand | bytes | None | Awaitable[RemotingCommand | None]"]
 RunHandler = Callable[[list[RemotingCommand], Any], "list[RemotingCommand | BaseException | bytes | None]"]
 
 

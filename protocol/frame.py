@@ -237,9 +237,9 @@ def json_frame_template(cmd: RemotingCommand, placeholders: dict[str, str]) -> s
     return template.replace('"opaque":-1234567,', '"opaque":%d,')
 
 
-def frame_prefix(header_length: int) -> bytes:
-    """The 8 bytes before a JSON header of `header_length` bytes with no body."""
-    return _PREFIX.pack(header_length + 4, header_length)
+def frame_prefix(header_length: int, body_length: int = 0) -> bytes:
+    """The 8 bytes before a JSON header of `header_length` bytes (and a body of `body_length`)."""
+    return _PREFIX.pack(header_length + 4 + body_length, header_length)
 
 
 def encode_command_bytes(cmd: RemotingCommand) -> bytes:

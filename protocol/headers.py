@@ -20,6 +20,7 @@ from rocketmq_emulator.native import lane
 from .codes import CURRENT_VERSION
 from .command import RemotingCommand
 from .errors import ProtocolError
+from .frame import frame_prefix
 from .java_texts import number_format
 
 H = TypeVar("H", bound="CommandHeader")
@@ -287,8 +288,6 @@ class SendMessageResponseHeader(CommandHeader, kw_only=True):
         answer frame, byte for byte what encoding `RemotingCommand.response_to(request, SUCCESS, None,
         fast_ext(...) | extra)` for a JSON request gives (`extra`: MSG_REGION, TRACE_ON). With the native lane
         its `success_frame` fills the template (`native_off`: the Python twin regardless)."""
-        from .frame import frame_prefix
-
         template = SendMessageResponseHeader._success_template(extra)
 
         def encode(msg_id: str, queue_id: int, queue_offset: int, opaque: int) -> bytes:
@@ -318,6 +317,12 @@ class PullMessageRequestHeader(CommandHeader, kw_only=True):
     bname: str | None = None
 
 
+#: PullMessageResponseHeader.found_frame's JSON header (frame.encode_json_header's layout)
+_FOUND_TEMPLATE = (b'{"code":0,"extFields":{"suggestWhichBrokerId":"0","nextBeginOffset":"%d","minOffset":"%d",'
+                   b'"maxOffset":"%d"},"flag":1,"language":"JAVA","opaque":%d,"remark":"FOUND",'
+                   b'"serializeTypeCurrentRPC":"JSON","version":' + str(CURRENT_VERSION).encode() + b'}')
+
+
 class PullMessageResponseHeader(CommandHeader, kw_only=True):
     suggest_which_broker_id: int
     next_begin_offset: int
@@ -330,6 +335,13 @@ class PullMessageResponseHeader(CommandHeader, kw_only=True):
         """The broker's pull hot path: the same extFields as `to_ext()`, built directly."""
         return {"suggestWhichBrokerId": str(suggest_which_broker_id), "nextBeginOffset": str(next_begin_offset),
                 "minOffset": str(min_offset), "maxOffset": str(max_offset)}
+
+    @staticmethod
+    def found_frame(opaque: int, next_begin_offset: int, min_offset: int, max_offset: int, body: bytes) -> bytes:
+        """The broker's pull hot path: the whole SUCCESS ("FOUND") answer frame to a JSON request, byte for byte what
+        encoding `RemotingCommand.response_to(request, SUCCESS, "FOUND", fast_ext(...), body)` gives."""
+        header = _FOUND_TEMPLATE % (next_begin_offset, min_offset, max_offset, opaque)
+        return frame_prefix(len(header), len(body)) + header + body
 
 
 # --------------------------------------------------------------------------------------------------

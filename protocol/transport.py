@@ -217,6 +217,10 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters.clear()
 
     # -- requests from the peer ---------------------------------------------------------------------
+    def request_received(self, request: RemotingCommand) -> None:
+        """Answer one request by the table (a read lane's request it made from a frame it took)."""
+        self._request_received(request)
+
     def _request_received(self, request: RemotingCommand) -> None:
         handler = self.table.get(request.code) if self.table is not None else None
         if handler is None:
@@ -231,6 +235,9 @@ class RemotingConnection(asyncio.Protocol):
             return
         if result.__class__ is RemotingCommand:  # the common case, before the slower awaitable check
             self.reply(request, result)
+        elif result.__class__ is bytes:  # an answer already encoded (a found pull's, when no trace is on)
+            if not request.flag & ONEWAY_FLAG:
+                self.send_frame(result)
         elif inspect.isawaitable(result):
             self._in_flight += 1
             self._update_reading()
@@ -238,7 +245,7 @@ class RemotingConnection(asyncio.Protocol):
             self._tasks.add(task)
             task.add_done_callback(lambda t: self._task_done(t, request))
         elif result is not None:
-            self.reply(request, result)
+            self.reply(request, result)  # type: ignore[arg-type]  # `__class__ is bytes` does not narrow
 
     def _run_received(self, handler: RunHandler, requests: list[RemotingCommand]) -> None:
         try:

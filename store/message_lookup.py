@@ -71,9 +71,12 @@ class MessageLookup:
     # get (§9.3)
     # ------------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int = 32,
-                    tag_filter: TagFilter = None, record_filter: RecordFilter = None) -> GetMessageResult | None:
+                    tag_filter: TagFilter = None, record_filter: RecordFilter = None, joined: bool = False
+                    ) -> GetMessageResult | None:
         """Pull lookup. `tag_filter`: None (all), a set of tag hash codes, or a callable(tags_code) -> bool;
-        `record_filter`: None, or a callable(record bytes) -> bool applied to the messages the tag filter kept."""
+        `record_filter`: None, or a callable(record bytes) -> bool applied to the messages the tag filter kept.
+        `joined`: only the records back to back are wanted (a pull's answer body, `GetMessageResult.body()`); the
+        native lane then makes one bytes object, not one per message (`GetMessageResult.joined`)."""
         if not self._running:
             return None
         with self._lock:
@@ -97,32 +100,38 @@ class MessageLookup:
             if buf is None:
                 return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset,
                                         max_offset)
-            result = self._scan_units(buf, offset, max_msg_nums, tag_filter, min_offset, max_offset, record_filter)
+            result = self._scan_units(buf, offset, max_msg_nums, tag_filter, min_offset, max_offset, record_filter,
+                                      joined)
             if result.status is GetMessageStatus.FOUND:
-                self.get_found += len(result.messages)
+                self.get_found += result.message_count
             return result
 
     def _scan_units(self, buf: tuple[MappedFile, int, int], offset: int, max_msg_nums: int, tag_filter: TagFilter,
-                    min_offset: int, max_offset: int, record_filter: RecordFilter = None) -> GetMessageResult:
+                    min_offset: int, max_offset: int, record_filter: RecordFilter = None, joined: bool = False
+                    ) -> GetMessageResult:
         cfg = self.config
         mf, pos, wrote = buf
         end = min(wrote, pos + max(cfg.max_filter_message_count, max_msg_nums * CQ_STORE_UNIT_SIZE))
         result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
         commitlog = self.commitlog
-        max_phy = commitlog.max_offset
         mem = cfg.total_physical_memory_size
-        mem_limit = None if mem is None else mem * cfg.access_message_in_memory_max_ratio // 100
-        if _scan_units is not None and record_filter is None and mem_limit is None and \
+        if _scan_units is not None and record_filter is None and mem is None and \
                 (tag_filter is None or type(tag_filter) is set or type(tag_filter) is frozenset):
             native = _scan_units(mf.mm, pos, end, offset, max_msg_nums, tag_filter, commitlog.queue.files,
                                  commitlog.file_size, cfg.max_transfer_bytes_on_message_in_memory,
-                                 cfg.max_transfer_count_on_message_in_memory)
+                                 cfg.max_transfer_count_on_message_in_memory, joined)
             if native is not None:  # (None: something is off; the walk below decides)
-                found, p, result.buffer_total_size, result.messages, result.queue_offsets, result.phy_offsets = native
+                if joined:
+                    found, p, result.buffer_total_size, result.joined, result.count = native
+                else:
+                    found, p, result.buffer_total_size, result.messages, result.queue_offsets, result.phy_offsets = \
+                        native
                 result.status = _FOUND_STATUS[found]
                 result.units_scanned = scanned = (p - pos) // CQ_STORE_UNIT_SIZE
                 result.next_begin_offset = offset + scanned
                 return result
+        max_phy = commitlog.max_offset
+        mem_limit = None if mem is None else mem * cfg.access_message_in_memory_max_ratio // 100
         match: Callable[[int], bool] | None
         if tag_filter is None:
             match = None

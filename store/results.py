@@ -104,7 +104,7 @@ class GetMessageResult:
     """Outcome of ``get_message`` (§9.3): status, records, offsets and how many units were scanned."""
 
     __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "messages", "queue_offsets",
-                 "phy_offsets", "buffer_total_size", "units_scanned", "suggest_pulling_from_slave")
+                 "phy_offsets", "buffer_total_size", "units_scanned", "suggest_pulling_from_slave", "joined", "count")
 
     def __init__(self, status: GetMessageStatus, next_begin_offset: int, min_offset: int, max_offset: int) -> None:
         self.status = status
@@ -117,17 +117,22 @@ class GetMessageResult:
         self.buffer_total_size = 0
         self.units_scanned = 0
         self.suggest_pulling_from_slave = False
+        #: a read asked `joined` (a pull's answer) that the native lane made: the records back to back, `count` of
+        #: them, and `messages`, `queue_offsets` and `phy_offsets` left empty
+        self.joined: bytes | None = None
+        self.count = 0
 
     @property
     def message_count(self) -> int:
-        return len(self.messages)
+        return self.count if self.joined is not None else len(self.messages)
 
     def body(self) -> bytes:
         """The PULL response body: the records back to back."""
-        return b"".join(self.messages)
+        joined = self.joined
+        return joined if joined is not None else b"".join(self.messages)
 
     def __repr__(self) -> str:
-        return (f"<GetMessageResult {self.status.name} n={len(self.messages)} next={self.next_begin_offset} "
+        return (f"<GetMessageResult {self.status.name} n={self.message_count} next={self.next_begin_offset} "
                 f"min={self.min_offset} max={self.max_offset} scanned={self.units_scanned}>")
 
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emulator.protocol import ProtocolError
+from rocketmq_emulator.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol import headers as H
 from rocketmq_emulator.protocol.headers import (PullMessageResponseHeader, SendMessageRequestHeaderV2,
                                                 SendMessageResponseHeader)
-from rocketmq_emulator.protocol.frame import decode_frames
+from rocketmq_emulator.protocol.frame import decode_frames, encode_command_bytes
 
 #: a real SEND_MESSAGE frame of the C++ client (rocketmq==0.4.4)
 CPP_SEND_FRAME = (Path(__file__).resolve().parent / "golden" / "cpp_send_message.frame").read_bytes()
@@ -155,3 +155,15 @@ def test_send_success_frame_encoder_is_byte_identical_to_the_general_encoding():
         assert encode(msg_id, queue_id, offset, opaque) == encode_command_bytes(general)
     with pytest.raises(ValueError):  # a placeholder that is not an extFields value of the prototype
         json_frame_template(RemotingCommand(0, ext_fields={"a": "@0@"}), {"b": "%d"})
+
+
+@given(opaque=st.integers(-2**31, 2**31 - 1), next_offset=st.integers(0, 2**63 - 1), min_offset=st.integers(0, 2**40),
+       max_offset=st.integers(0, 2**63 - 1), body=st.binary(max_size=300))
+def test_a_found_pulls_frame_is_the_encoded_response(opaque: int, next_offset: int, min_offset: int, max_offset: int,
+                                                     body: bytes) -> None:
+    """The pull hot path's pre-encoded answer is byte for byte the response the generic encoder writes."""
+    request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {}, opaque=opaque)
+    response = RemotingCommand.response_to(request, ResponseCode.SUCCESS, "FOUND", PullMessageResponseHeader.fast_ext(
+        next_offset, min_offset, max_offset), body)
+    assert PullMessageResponseHeader.found_frame(opaque, next_offset, min_offset, max_offset, body) == \
+        encode_command_bytes(response)

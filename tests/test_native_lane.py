@@ -242,7 +242,7 @@ TOPICS = ["Orders", "Payments", "bad topic!", "%RETRY%g1"]
 @st.composite
 def requests(draw: st.DrawFn) -> list[bytes]:
     out = []
-    pulls = draw(st.sampled_from([0, 3, 12]))  # none (the read lane takes only sends before another request)
+    pulls = draw(st.sampled_from([0, 3, 12]))  # none (the read lane then takes every send), some, many
     for opaque in range(draw(st.integers(1, 40))):
         topic = draw(st.sampled_from(TOPICS))
         queue_id = draw(st.sampled_from([0, 1, 3, 7, -1]))  # 7: beyond the topic's queues (refused)
@@ -272,12 +272,19 @@ def requests(draw: st.DrawFn) -> list[bytes]:
             cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2().to_ext(), body, opaque=opaque + 1)
         out.append(encode_command_bytes(cmd))
         if pulls and draw(st.integers(0, pulls)) == 0:  # a pull of what is there so far, every message or by tag
+            # (with or without the subscription, with a commit offset, an offset beyond the queue; a number the
+            # lane leaves to the Python path)
+            sys_flag = draw(st.sampled_from([PullSysFlag.SUBSCRIPTION, PullSysFlag.SUBSCRIPTION, 0,
+                                             PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET]))
             pull = PullMessageRequestHeader(
-                consumer_group="cg", topic=draw(st.sampled_from(TOPICS[:2])), queue_id=draw(st.integers(0, 3)),
+                consumer_group="cg", topic=draw(st.sampled_from(TOPICS[:2])), queue_id=draw(st.integers(0, 4)),
                 queue_offset=draw(st.integers(0, 12)), max_msg_nums=draw(st.integers(1, 32)),
-                sys_flag=int(PullSysFlag.SUBSCRIPTION), subscription=draw(st.sampled_from(["*", "TagA || TagB"])),
-                sub_version=1)
-            out.append(encode_command_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext(),
+                sys_flag=int(sys_flag), commit_offset=draw(st.integers(0, 3)),
+                subscription=draw(st.sampled_from(["*", "TagA || TagB"])), sub_version=1)
+            ext = pull.to_ext()
+            if draw(st.integers(0, 5)) == 0:
+                ext["maxMsgNums"] = "0" + ext["maxMsgNums"]
+            out.append(encode_command_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, ext,
                                                                     opaque=10_000 + opaque)))
     return out
 

@@ -82,6 +82,7 @@ def test_scan_units(units: bytes, pos: int, end: int, segments, file_size: int, 
     offset, max_nums, max_count = limits
     survives(lane.scan_units, cq, pos, end, offset, max_nums, tags, files, file_size, 1 << 20, max_count)
     survives(lane.scan_units, cq, pos, end, offset, max_nums, tags, [object()], 64, 1 << 20, max_count)
+    survives(lane.scan_units, cq, pos, end, offset, max_nums, tags, files, file_size, 1 << 20, max_count, True)
 
 
 @settings(max_examples=200, deadline=None)
@@ -96,6 +97,11 @@ def _send_frame(header: bytes, body: bytes) -> bytes:
     return (len(header) + len(body) + 4).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header + body
 
 
+pull_like = st.builds(lambda tail: _send_frame(b'{"code":11,' + tail, b""), st.one_of(st.binary(max_size=80), st.sampled_from([
+    b'"extFields":{"consumerGroup":"g","topic":"T","queueId":"0","queueOffset":"0","maxMsgNums":"32","sysFlag":"4"},'
+    b'"flag":0}',
+    b'"extFields":{"consumerGroup":"g","topic":"T","queueId":99999999999999999999,"queueOffset":"0"},"flag":0}',
+    b'"extFields":{"consumerGroup":"g\\u00', b'"flag":0,"extFields":{}}'])))
 send_like = st.builds(lambda tail, body: _send_frame(b'{"code":310,' + tail, body),
                       st.one_of(st.binary(max_size=80), st.sampled_from([
                           b'"extFields":{"a":"g","b":"T","e":"0","g":"1"},"flag":0}',
@@ -106,7 +112,8 @@ send_like = st.builds(lambda tail, body: _send_frame(b'{"code":310,' + tail, bod
 
 
 @settings(max_examples=400, deadline=None)
-@given(frames=st.lists(st.one_of(send_like, st.binary(max_size=40)), max_size=5), pos=big_ints, max_len=big_ints,
+@given(frames=st.lists(st.one_of(send_like, pull_like, st.binary(max_size=40)), max_size=5), pos=big_ints,
+       max_len=big_ints,
        ctx=st.lists(anything, min_size=7, max_size=7), good_ctx=st.booleans(), limit=big_ints)
 def test_read_sends(frames: list[bytes], pos: int, max_len: int, ctx: list[object], good_ctx: bool,
                     limit: int) -> None:
@@ -119,6 +126,7 @@ def test_read_sends(frames: list[bytes], pos: int, max_len: int, ctx: list[objec
     survives(lane.read_sends, buf, 0, 1 << 20, (table, {"T"}, tuple, b"", 10, b"", 0))  # a class that refuses
     for frame in frames:
         survives(lane.send_header, frame[8:])
+        survives(lane.pull_header, frame[8:])
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,7 +22,9 @@ from rocketmq_emulator import native
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.admin_bodies import TopicConfig
 from rocketmq_emulator.protocol.frame import decode_json_header, encode_command_bytes
-from rocketmq_emulator.protocol.headers import SendMessageRequestHeader, decode_send_header, decode_send_v2_frame
+from rocketmq_emulator.broker.handlers.send_message import pull_request
+from rocketmq_emulator.protocol.headers import (PullMessageRequestHeader, SendMessageRequestHeader, decode_send_header,
+                                                decode_send_v2_frame)
 from rocketmq_emulator.protocol.message import BatchItem, encode_batch
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 
@@ -158,6 +160,71 @@ def test_send_header_reads_a_java_clients_header() -> None:
     header_length = int.from_bytes(frame[4:8], "big")
     assert lane.send_header(frame[8:8 + header_length]) == (42, "Orders", 2, 0, 1_700_000, 0,
                                                             "TAGS\x01TagA\x02WAIT\x01true\x02", 0, False)
+
+
+# -- pull headers ---------------------------------------------------------------------------------------------
+PULL = ["consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
+        "suspendTimeoutMillis", "subscription", "subVersion", "expressionType", "bname", "AccessKey", "lo", "x"]
+PULL_NUMBERS = {"queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset", "suspendTimeoutMillis",
+                "subVersion"}
+
+
+@st.composite
+def pull_headers(draw: st.DrawFn) -> bytes:
+    """PULL_MESSAGE (11) headers: values as Java (strings), C++ (some numbers) and Go send them, and anything else."""
+    odd = draw(st.integers(0, 3)) == 0
+    ext: dict[str, object] = {}
+    for name in draw(st.lists(st.sampled_from(PULL), max_size=15)):
+        ext[name] = draw(st.one_of(numbers, texts, st.none(), st.booleans(), st.integers(-2**64, 2**64),
+                                   st.floats(allow_nan=False))) if odd else \
+            draw(st.one_of(canonical, canonical.map(int))) if name in PULL_NUMBERS else draw(texts)
+    for name, value in (("consumerGroup", "cg"), ("topic", "Orders"), ("queueId", 1), ("queueOffset", "0"),
+                        ("maxMsgNums", "32"), ("sysFlag", 4)):
+        if draw(st.integers(0, 9)) > 0:
+            ext.setdefault(name, value)
+    envelope = {"code": 11, "extFields": ext, "flag": draw(st.sampled_from([0, 0, 0, 1, 2])),
+                "language": draw(st.sampled_from(["JAVA", "CPP", "GO", 2])), "opaque": draw(st.integers(-3, 2**31)),
+                "remark": draw(st.sampled_from(["", None])), "serializeTypeCurrentRPC": "JSON", "version": 395}
+    items = list(envelope.items())
+    rest = draw(st.permutations(items[1:]))
+    text = '{"code":11,' + ",".join(json.dumps(k) + ":" + json.dumps(v, ensure_ascii=draw(st.booleans()))
+                                    for k, v in rest) + "}"
+    return (text + draw(st.sampled_from(["", "\n"]))).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(header=pull_headers())
+def test_pull_header_reads_what_the_generic_path_reads(header: bytes) -> None:
+    """Whatever header the lane reads, the generic path (the JSON command, then `from_ext`) reads the same request:
+    a pull, not oneway, the same opaque and an equal header."""
+    read = lane.pull_header(header)
+    if read is None:
+        return  # left to the Python path, which decides alone
+    cmd = decode_json_header(header, b"")
+    assert cmd.code == 11 and cmd.flag == 0 and cmd.opaque == read[0]
+    assert pull_request(read[1], read[0]).header == PullMessageRequestHeader.from_ext(cmd.ext_fields)
+
+
+def test_pull_header_reads_the_java_cpp_and_go_clients_headers() -> None:
+    java = PullMessageRequestHeader(consumer_group="cg", topic="Orders", queue_id=2, queue_offset=17, max_msg_nums=32,
+                                    sys_flag=7, commit_offset=15, suspend_timeout_millis=15000, subscription="TagA",
+                                    sub_version=1_700_000_000_123, expression_type="TAG")
+    frame = encode_command_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, java.to_ext(), opaque=42))
+    header_length = int.from_bytes(frame[4:8], "big")
+    opaque, fields = lane.pull_header(frame[8:8 + header_length])
+    assert opaque == 42 and pull_request(fields, opaque).header == java
+    cpp = (b'{"code":11,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"+knsytI3D6k+bcjXsuGI7r37YNU=",'
+           b'"commitOffset":"0","consumerGroup":"GID_test_pull","maxMsgNums":32,"queueId":0,"queueOffset":"0",'
+           b'"subVersion":"0","subscription":"*","suspendTimeoutMillis":"20000","sysFlag":4,"topic":"TopicTest"},'
+           b'"flag":0,"language":"CPP","opaque":12,"remark":"","version":63}\n')  # cpp-client-traces/cpp-pull.txt
+    assert lane.pull_header(cpp) == (12, ("GID_test_pull", "TopicTest", 0, 0, 32, 4, 0, 20000, "*", 0, None, None))
+    go = (b'{"code":11,"language":"GO","version":317,"opaque":9,"flag":0,"remark":"","extFields":{"consumerGroup":'
+          b'"g","topic":"T","queueId":"1","queueOffset":"3","maxMsgNums":"32","sysFlag":"6","commitOffset":"2",'
+          b'"suspendTimeoutMillis":"20000","subscription":"*","subVersion":"0","expressionType":"TAG"}}')
+    assert lane.pull_header(go) == (9, ("g", "T", 1, 3, 32, 6, 2, 20000, "*", 0, "TAG", None))
+    assert lane.pull_header(go.replace(b'"flag":0', b'"flag":2')) is None  # oneway: the Python path
+    assert lane.pull_header(go.replace(b'"queueId":"1"', b'"queueId":"01"')) is None  # not canonical
+    assert lane.pull_header(go.replace(b'"topic":"T",', b"")) is None  # a required field missing
 
 
 # -- read_sends: what it takes -----------------------------------------------------------------------------

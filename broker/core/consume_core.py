@@ -105,15 +105,16 @@ class ConsumeCore:
 
     # -- reads --------------------------------------------------------------------------------------
     def fetch(self, group: str, topic: str, queue_id: int, offset: int, max_nums: int,
-              tag_codes: frozenset[int] | None, record_filter: Callable[[bytes], bool] | None
+              tag_codes: frozenset[int] | None, record_filter: Callable[[bytes], bool] | None, joined: bool = False
               ) -> GetMessageResult | None:
-        """One store read, counted in the broker statistics (GROUP_GET_NUMS/SIZE, found or missed)."""
+        """One store read, counted in the broker statistics (GROUP_GET_NUMS/SIZE, found or missed). `joined`: only
+        the answer's body is wanted (`MessageStore.get_message`)."""
         b = self.broker
         began = time.perf_counter_ns()
-        got = b.store.get_message(group, topic, queue_id, offset, max_nums, tag_codes, record_filter)
+        got = b.store.get_message(group, topic, queue_id, offset, max_nums, tag_codes, record_filter, joined)
         elapsed_ms = (time.perf_counter_ns() - began) // 1_000_000
         if got is not None and got.status is _S.FOUND:
-            b.stats.got(group, topic, queue_id, len(got.messages), got.buffer_total_size, elapsed_ms)
+            b.stats.got(group, topic, queue_id, got.message_count, got.buffer_total_size, elapsed_ms)
         else:
             b.stats.missed(elapsed_ms)
         return got
@@ -155,7 +156,7 @@ class ConsumeCore:
             moved_to = self._override(r, reset is not None)
             if moved_to is not None:
                 return self._moved(r, moved_to)
-        got = self.fetch(r.group, r.topic, r.queue_id, r.offset, r.max_nums, r.tag_codes, r.record_filter)
+        got = self.fetch(r.group, r.topic, r.queue_id, r.offset, r.max_nums, r.tag_codes, r.record_filter, True)
         if got is None:
             return None
         status = got.status

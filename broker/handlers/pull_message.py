@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.protocol import BrokerError, PullSysFlag, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.bodies import MessageModel
+from rocketmq_emulator.protocol.codes import SerializeType
 from rocketmq_emulator.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 
@@ -37,6 +38,8 @@ _CODES = {Outcome.FOUND: _R.SUCCESS, Outcome.RETRY: _R.PULL_RETRY_IMMEDIATELY, O
           Outcome.RESET_PENDING: _R.PULL_NOT_FOUND, Outcome.RESET_SETTLING: _R.PULL_NOT_FOUND}
 #: the outcomes a pull with the suspend flag is held on (long polling)
 _HELD = frozenset({Outcome.NOT_FOUND, Outcome.RESET_SETTLING})
+_JSON = int(SerializeType.JSON)
+_found_frame = PullMessageResponseHeader.found_frame
 
 
 class PullMessageProcessor:
@@ -46,18 +49,22 @@ class PullMessageProcessor:
     def register(self, table: DispatchTable) -> None:
         table.register(RequestCode.PULL_MESSAGE, self.pull_message)
 
-    def pull_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | None:
+    def pull_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand | bytes | None:
         return self.process(req, conn, allow_suspend=True)
 
     def rerun(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         """A held pull runs again: no suspension, no offset commit."""
         response = self.process(req, conn, allow_suspend=False)
-        assert response is not None
+        assert isinstance(response, RemotingCommand)
         return response
 
-    def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool) -> RemotingCommand | None:
+    def process(self, req: RemotingCommand, conn: RemotingConnection, allow_suspend: bool
+                ) -> RemotingCommand | bytes | None:
+        """The answer (a found pull's as its encoded frame, `PullMessageResponseHeader.found_frame`), or None: held
+        (long polling)."""
         b = self.broker
-        h = PullMessageRequestHeader.from_ext(req.ext_fields)
+        h = req.header if req.header is not None else PullMessageRequestHeader.from_ext(req.ext_fields)  # (set: the
+        # native read lane read it, broker/handlers/send_message.py SendLane)
         group_cfg, _ = check_consume(b, h.consumer_group, h.topic, h.queue_id, consumer=f"/{conn.peer}")  # Java's
         # InetSocketAddress.toString()
         sys_flag = h.sys_flag
@@ -104,9 +111,16 @@ class PullMessageProcessor:
                              h.consumer_group)
             b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
             return None
+        got = result.got
+        if outcome is Outcome.FOUND and got is not None:
+            if allow_suspend and req.serialize_type == _JSON and conn.tracer is None:  # the hot path: the frame as
+                # encoding the response below gives it (a held pull's re-run answers a command)
+                return _found_frame(req.opaque, result.next_offset, result.min_offset, result.max_offset, got.body())
+            body = got.body()
+        else:
+            body = b""
         return RemotingCommand.response_to(req, _CODES[outcome], result.remark, PullMessageResponseHeader.fast_ext(
-            result.next_offset, result.min_offset, result.max_offset),
-            result.got.body() if outcome is Outcome.FOUND and result.got is not None else b"")
+            result.next_offset, result.min_offset, result.max_offset), body)
 
     def _sql92_filter(self, h: PullMessageRequestHeader, expression_type: str) -> Callable[[bytes], bool] | None:
         """The compiled SQL92 expression of the pull (its own, with the subscription flag) or of the group's

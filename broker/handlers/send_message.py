@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_emulator.native import lane as native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.protocol.codes import SerializeType
-from rocketmq_emulator.protocol.headers import SEND_V2_TYPED, SendMessageResponseHeader, decode_send_header
+from rocketmq_emulator.protocol.codes import CURRENT_VERSION
+from rocketmq_emulator.protocol.headers import (SEND_V2_TYPED, PullMessageRequestHeader, SendMessageResponseHeader,
+                                                decode_send_header)
 from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -107,6 +109,19 @@ class SendMessageProcessor:
         return RemotingCommand.response_to(req, outcome.code, outcome.remark, ext)
 
 
+def pull_request(fields: tuple[Any, ...], opaque: int) -> RemotingCommand:
+    """The PULL_MESSAGE request of a pull the read lane took: its header already read (`RemotingCommand.header`,
+    as `FrameDecoder.typed` leaves it), answered by the table's handler as any other request."""
+    (group, topic, queue_id, queue_offset, max_nums, sys_flag, commit_offset, suspend_ms, subscription, sub_version,
+     expression_type, bname) = fields
+    return RemotingCommand(RequestCode.PULL_MESSAGE, "JAVA", CURRENT_VERSION, opaque, 0, None, None, b"", 0,
+                           PullMessageRequestHeader(
+                               consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=queue_offset,
+                               max_msg_nums=max_nums, sys_flag=sys_flag, commit_offset=commit_offset,
+                               suspend_timeout_millis=suspend_ms, subscription=subscription, sub_version=sub_version,
+                               expression_type=expression_type, bname=bname))
+
+
 class SendLane:
     """The native read lane of SEND_MESSAGE_V2 (`protocol.dispatch.ReadLane`; see the module's docstring)."""
 
@@ -130,9 +145,13 @@ class SendLane:
 
     def handle(self, taken: list[Any], conn: RemotingConnection) -> None:
         """`taken` is what `read_sends` made of a run of single sends, [messages, their requests' opaques, end],
-        or of one batch, [its messages, the request's opaque, end, True]."""
+        of one batch, [its messages, the request's opaque, end, True], or of one pull, [the fields of its header,
+        its opaque, end, False]."""
         if len(taken) == 4:
-            self._batch(taken[0], taken[1], conn)
+            if taken[3]:
+                self._batch(taken[0], taken[1], conn)
+            else:
+                conn.request_received(pull_request(taken[0], taken[1]))
             return
         msgs: list[MessageExtBrokerInner] = taken[0]
         opaques: list[int] = taken[1]

@@ -1,6 +1,6 @@
 """The native lane's walk over consume-queue units (`_lane.scan_units`, pulls) against its Python twin
 (`MessageLookup._scan_units`' own loop): on random stores, segments expired or not, every pull's result is the
-same, field by field. (tests/test_native_lane.py holds whole pull answers of both paths byte-equal.)"""
+same, field by field, and a pull's joined answer body is the same records. (tests/test_native_lane.py holds whole pull answers of both paths byte-equal.)"""
 
 from __future__ import annotations
 
@@ -57,6 +57,14 @@ def test_pulls_find_the_same_on_both_paths(messages, expire, pulls, max_count, m
             finally:
                 message_lookup._scan_units = saved
             assert native_result == python_result
+            # a pull's answer body (`joined`): the same records back to back, the same counts and offsets
+            native_joined = store.get_message("G", "A", queue_id, offset, max_nums, codes, joined=True)
+            assert native_joined is not None and native_result is not None
+            assert native_joined.body() == b"".join(native_result[4])
+            assert native_joined.message_count == len(native_result[4])
+            assert (native_joined.status, native_joined.next_begin_offset, native_joined.buffer_total_size,
+                    native_joined.units_scanned) == (native_result[0], native_result[1], native_result[7],
+                                                     native_result[8])
     finally:
         store.stop()
         shutil.rmtree(root, ignore_errors=True)
