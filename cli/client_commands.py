@@ -212,9 +212,12 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
 async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: dict[str, str],
                     progress: list[int]) -> None:
     """produce's sends; `progress[0]`: how many were sent so far."""
+    import asyncio
+
     from rocketmq_emulator.client.message import Message
     from rocketmq_emulator.client.producer import Producer
     sent = 0
+    task = asyncio.current_task()
     async with Producer(args.group, namesrv=args.namesrv, send_timeout=args.timeout) as producer:
         batch: list[Message] = []
 
@@ -232,6 +235,9 @@ async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: d
             batch.clear()
 
         for body in bodies:
+            if task is not None and task.cancelling():  # Ctrl-C whose cancellation an awaited send swallowed
+                # (Python 3.11's wait_for loses a cancel that lands as its inner future completes)
+                raise asyncio.CancelledError
             msg = Message(args.topic, body, tags=args.tags, keys=args.keys.split() if args.keys else None,
                           properties=props, delay_level=args.delay_level or 0)
             if args.batch:
