@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import uvloop
@@ -210,6 +211,19 @@ def checkout(rev: str, into: Path) -> Path:
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     if (tree / "setup.py").exists():  # the native lane, built as `pip install` builds it (optional: may fail)
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, capture_output=True)
+        if not list((tree / "native").glob("_lane*.so")):  # (this venv's setuptools may be too old for the tree's
+            # pyproject: a wheel built in isolation, as `pip install` builds it, then its extension taken)
+            wheels = into / "wheel"
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(tree)],
+                           capture_output=True)
+            for wheel in wheels.glob("*.whl"):
+                with zipfile.ZipFile(wheel) as z:
+                    for name in z.namelist():
+                        if name.startswith("rocketmq_emulator/native/_lane") and name.endswith(".so"):
+                            (tree / "native" / Path(name).name).write_bytes(z.read(name))
+        if not list((tree / "native").glob("_lane*.so")):  # not built: that tree runs its Python path (else its
+            # `from . import _lane` would find this checkout's editable extension)
+            (into / "python-path").write_text("the native lane could not be built\n")
     pkg = into / "path" / "rocketmq_emulator"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -231,6 +245,8 @@ def start_broker(ns_port: int, port: int, pythonpath: Path | None = None, extra:
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
+        if (pythonpath.parent / "python-path").exists():
+            env["ROCKETMQ_EMULATOR_NATIVE"] = "0"
     t0 = time.perf_counter()
     proc = subprocess.Popen([*serve_command(pythonpath), "serve", "--ephemeral",
                              "--namesrv-port", str(ns_port), "--broker-port", str(port), "--log-level", "WARNING",

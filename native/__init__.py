@@ -1,5 +1,5 @@
-"""The native lane: C twins of the send path's hottest steps (`_lane.c`) and the read lane that takes a read's
-plain sends whole (`read_sends.c`), optional.
+"""The native lane: C twins of the send and pull paths' hottest steps (`_lane.c`) and the read lane that takes a
+read's plain sends whole and reads its pulls' headers (`read_sends.c`), optional.
 
 `lane` is the compiled module, or None when the Python path runs: the extension was not built (no C compiler
 at install time: `pip install` then installs without it) or `ROCKETMQ_EMULATOR_NATIVE=0` is set. Every caller

@@ -1,14 +1,17 @@
-/* rocketmq_emulator.native._lane, second part: the read lane of the send path.
+/* rocketmq_emulator.native._lane, second part: the read lane of the send and pull paths.
  *
  *   read_sends(buf, pos, max_frame_length, ctx)   called once per read by the connection (protocol/transport.py,
  *                                                 DispatchTable.lane): split_frames, with every plain
  *                                                 SEND_MESSAGE_V2 taken whole (header read, msgCheck, the
- *                                                 message built); twin: the Python path from FrameDecoder to
- *                                                 SendMessageCore.send_run's `plain` messages
+ *                                                 message built), and the header of every PULL_MESSAGE read
+ *                                                 (the broker answers it as any other pull, header already
+ *                                                 read); twin: the Python path from FrameDecoder to
+ *                                                 SendMessageCore.send_run's `plain` messages and
+ *                                                 PullMessageRequestHeader.from_ext
  *   success_frames(segments, host_hex, msgs, phy_offsets, queue_offsets, opaques)
  *                                                 the SUCCESS answers of a stored group, one bytes; twin: one
  *                                                 success_frame per message
- *   send_header(header)                           the header as read_sends reads it, for the tests
+ *   send_header(header), pull_header(header)     the headers as read_sends reads them, for the tests
  *
  * read_sends takes only what it is sure the Python path would store and answer the same way; any other frame
  * (another code, a binary header, a header it cannot read exactly as msgspec would, a value the Python path

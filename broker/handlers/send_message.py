@@ -8,8 +8,10 @@ With the native lane, `SendLane` is the table's read lane (`DispatchTable.lane`)
 `read_sends` takes the plain single sends (SEND_MESSAGE_V2, SEND_MESSAGE) and the batches whole (header,
 msgCheck and the messages built, in C), the core stores each run of single sends with one write
 (`SendMessageCore.put_plain`: statistics and pull wake-ups once per run) and `success_frames` writes all their
-answers as one piece; a batch is stored as one (`put_batch_messages`) and answered from the SUCCESS template. Every frame it does not take comes here as a
-command, in order, exactly as without it.
+answers as one piece; a batch is stored as one (`put_batch_messages`) and answered from the SUCCESS template. It
+also reads each PULL_MESSAGE's header: `pull_request` makes the request with its header read
+(`RemotingCommand.header`), which the table's pull handler answers as any other. Every frame it does not take comes
+here as a command, in order, exactly as without it.
 """
 
 from __future__ import annotations
