@@ -40,6 +40,10 @@ class BrokerClock:
                 return real if end is None or real < end else end
         return clock_ms
 
+    def advances(self) -> list[tuple[int, int]]:
+        """Each advance: (real epoch ms it took effect, the clock's total offset from then on, ms), in order."""
+        return list(self._history)
+
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError(f"time only moves forward: cannot advance by {seconds} s")

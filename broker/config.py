@@ -157,6 +157,8 @@ class EmulatorConfig:
     dashboard_read_only: bool = False
     #: names the dashboard answers besides IP addresses, localhost and --host (the Host check: `name` or `name:port`)
     dashboard_allowed_hosts: tuple[str, ...] = ()
+    #: seconds between the dashboard's samples of rates and lag for its charts (broker/dashboard/series.py)
+    dashboard_sample_seconds: float = 5.0
     #: the store in a temporary directory (made and removed by the Emulator)
     ephemeral: bool = False
     log_level: LogLevel = LogLevel.INFO

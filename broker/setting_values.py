@@ -38,6 +38,16 @@ def number(java: str, low: int, high: int) -> Callable[[Any], int]:
     return parse
 
 
+def double_in(low: float, high: float) -> Callable[[Any], float]:
+    """A positive number (`double`) from `low` to `high`."""
+    def parse(value: Any) -> float:
+        number = double(value)
+        if not low <= number <= high:
+            raise Problem(f"{number:g} is out of range ({low:g} to {high:g})")
+        return number
+    return parse
+
+
 def double(value: Any) -> float:
     if isinstance(value, str):
         problem = value_problem("double", value)

@@ -31,6 +31,7 @@ from .setting_values import Parse
 from .setting_values import Problem as _Problem
 from .setting_values import boolean as _bool, codes as _codes, consume_queue_size as _consume_queue_size
 from .setting_values import delay_levels as _delay_levels, delete_when as _delete_when, double as _double
+from .setting_values import double_in as _double_in
 from .setting_values import enum_of as _enum, groups as _groups, hosts as _hosts, networks as _networks
 from .setting_values import number as _number, optional as _optional, string as _str, topics as _topics
 
@@ -71,7 +72,8 @@ def _snake(key: str) -> str:
 _PROCESS: dict[str, Parse] = {
     "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT),
     "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool,
-    "dashboardAllowedHosts": _hosts, "brokers": _number("int", 1, 26), "ephemeral": _bool,
+    "dashboardAllowedHosts": _hosts, "dashboardSampleSeconds": _double_in(0.1, 3600),
+    "brokers": _number("int", 1, 26), "ephemeral": _bool,
     "logLevel": _enum(LogLevel), "wireTrace": _optional(_str), "wireTraceFormat": _enum(TraceFormat),
     "wireTraceCodes": _optional(_codes), "wireTraceGroup": _optional(_str), "wireTraceTopic": _optional(_str),
     "topics": _topics, "groups": _groups,

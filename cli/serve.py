@@ -82,6 +82,9 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
                     "advance time: addresses or networks, comma-separated (e.g. 127.0.0.1,::1); default * "
                     "(everyone); others are answered NO_PERMISSION"),
     "dashboard-read-only": ("dashboardReadOnly", "true: the dashboard shows everything and changes nothing"),
+    "dashboard-sample-seconds": ("dashboardSampleSeconds",
+                                 "seconds between the dashboard's samples of rates and lag for its charts (default "
+                                 "5; an hour of samples is kept)"),
     "dashboard-allowed-hosts": ("dashboardAllowedHosts",
                                 "host names the dashboard also answers (the Host header), comma-separated, name or "
                                 "name:port; IP addresses and localhost always are, other names get 421"),

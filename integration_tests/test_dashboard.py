@@ -251,3 +251,89 @@ def test_the_first_rounds_page_defects_are_gone(tmp_path):
         assert detail["dlq"] is False
     finally:
         broker.stop()
+
+
+def _last(page, chart: str, series: str) -> float | None:  # noqa: ANN001
+    value = page.get_attribute(f'[data-testid="{chart}"] .key[data-series="{series}"]', "data-last")
+    return float(value) if value else None
+
+
+def _points(page, chart: str) -> int:  # noqa: ANN001
+    return int(page.get_attribute(f'[data-testid="{chart}"]', "data-points") or 0)
+
+
+def test_charts_move_a_stopped_consumers_lag_rises_and_a_reset_is_marked(tmp_path):
+    """A producer sends all along and the project's own consumer (`consume`, a subprocess) takes them: the group
+    page's charts gain points every sample; once the consumer stops, the messages behind rise on the chart; a reset
+    (admin resetOffsetByTime) appears as an event, the consumer's leaving too; the topic and overview charts show
+    the put rate. Screenshots go to ROCKETMQ_EMULATOR_SCREENSHOTS when set (docs/dashboard: the docs' pictures)."""
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    from rocketmq_emulator.testing.command_line import COMMAND
+    broker = launch_emulator(tmp_path / "emu", "--topic", "Charts:2", "--dashboard-sample-seconds", "0.5",
+                             dashboard=True)
+    stop_producing = threading.Event()
+    shots = os.environ.get("ROCKETMQ_EMULATOR_SCREENSHOTS")
+
+    def producing() -> None:
+        async def go() -> None:
+            from rocketmq_emulator.client import Producer
+            async with Producer("chart-producer", namesrv=ns) as p:
+                i = 0
+                while not stop_producing.is_set():
+                    await p.send("Charts", f"m{i}", tags="TagA")
+                    i += 1
+                    await asyncio.sleep(0.02)
+        asyncio.run(go())
+
+    ns, url = broker.namesrv_addr, broker.dashboard_url
+    producer = threading.Thread(target=producing, daemon=True)
+    consumer = subprocess.Popen([*COMMAND, "consume", "-n", ns, "-t", "Charts", "-g", "ChartGroup", "--json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        producer.start()
+        with browser_page() as page:
+            page.goto(url + "#/group/ChartGroup")
+            page.wait_for_function("Number(document.querySelector('[data-testid=chart-lag]')?.dataset.points) >= 3",
+                                   timeout=30_000)
+            before = _points(page, "chart-lag")
+            page.wait_for_function(f"Number(document.querySelector('[data-testid=chart-lag]')?.dataset.points) > "
+                                   f"{before + 1}", timeout=30_000)  # the chart moves
+            assert page.locator('[data-testid="chart-lag"] svg path[data-series="diff"]').count() == 1
+            assert (_last(page, "chart-get", "get") or 0) > 0  # the consumer pulls
+            behind_while_consuming = _last(page, "chart-lag", "diff") or 0
+
+            consumer.send_signal(signal.SIGINT)
+            consumer.wait(30)
+            page.wait_for_function(  # the stopped consumer's lag rises
+                f"Number(document.querySelector('[data-testid=chart-lag] .key[data-series=diff]')?.dataset.last) > "
+                f"{behind_while_consuming + 30}", timeout=30_000)
+            page.wait_for_selector('[data-testid="chart-lag"] g.event[data-kind="joined"]')
+            page.wait_for_selector('[data-testid="chart-lag"] g.event[data-kind="left"], '
+                                   '[data-testid="chart-lag"] g.event[data-kind="disconnected"]')
+
+            assert run_cli("admin", "resetOffsetByTime", "-n", ns, "-g", "ChartGroup", "-t", "Charts", "-s",
+                           "0").returncode == 0
+            page.wait_for_selector('[data-testid="chart-lag"] g.event[data-kind="reset"]', timeout=30_000)
+            title = page.text_content('[data-testid="chart-lag"] g.event[data-kind="reset"] title') or ""
+            assert "reset: Charts queue" in title, title
+            if shots:
+                page.screenshot(path=str(Path(shots) / "group-charts.png"))
+
+            page.goto(url + "#/topic/Charts")
+            page.wait_for_function("Number(document.querySelector('[data-testid=chart-topic]')?.dataset.points) >= 2")
+            page.wait_for_function("Number(document.querySelector('[data-testid=chart-topic] .key')?.dataset.last) > 0")
+            page.goto(url + "#/")
+            page.wait_for_selector('[data-testid="chart-broker"] svg path[data-series="put"]')
+            if shots:
+                page.screenshot(path=str(Path(shots) / "overview-charts.png"))
+    finally:
+        stop_producing.set()
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+        producer.join(10)
+        broker.stop()

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     from .broker2client import Broker2Client
     from .broker_context import BrokerContext
-    from ..state.client_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager, ProducerManager
+    from ..state.client_manager import (ClientChannelInfo, ClientEvent, ConsumerGroupInfo, ConsumerManager,
+                                        ProducerManager)
     from ..config import BrokerConfig
     from .consume_core import ConsumeCore
     from ..state.offset_history import OffsetEvent
@@ -111,6 +112,22 @@ class ReadModel:
         """The store's counters (messages put, found by reads) and its commit log's offsets."""
         store = self._b.store
         return StoreFigures(store.put_count, store.get_found, store.commitlog_min_offset, store.commitlog_max_offset)
+
+    def put_counts(self) -> dict[str, int]:
+        """Messages put so far, by topic (the statistics' TOPIC_PUT_NUMS, since start)."""
+        return self._b.stats.topic_put_counts()
+
+    def get_counts(self) -> dict[str, int]:
+        """Messages pulled so far, by group, all its topics together (GROUP_GET_NUMS, since start)."""
+        return self._b.stats.group_get_counts()
+
+    def client_events(self) -> list[ClientEvent]:
+        """Consumers joining and leaving groups, oldest first (the last 1,000)."""
+        return list(self._b.consumer_manager.events)
+
+    def clock_advances(self) -> list[tuple[int, int]]:
+        """The clock's advances (admin advanceTime, the dashboard's control): (real epoch ms, total offset ms)."""
+        return self._b.clock.advances()
 
     # -- routes and topics --------------------------------------------------------------------------
     def topic(self, topic: str) -> TopicConfig | None:

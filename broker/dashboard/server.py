@@ -28,6 +28,7 @@ from rocketmq_emulator.protocol.transport import PortUnavailable
 
 from . import actions, views
 from .hosts import HostCheck, host_middleware
+from .series import BrokerSeries
 from .views import Invalid, NotFound
 
 if TYPE_CHECKING:
@@ -116,7 +117,11 @@ class DashboardServer:
         self._rates: dict[str, dict[str, float]] = {}
         self._last: dict[str, tuple[float, int, int]] = {}
         self._ticker: asyncio.Task[None] | None = None
+        self._sampler: asyncio.Task[None] | None = None
         self._subscribers: set[asyncio.Queue[str]] = set()
+        #: each broker's charts (series.py), sampled every dashboard_sample_seconds
+        self.series: dict[str, BrokerSeries] = {}
+        self.sample_s = config.dashboard_sample_seconds
 
     # -- life cycle ---------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -133,6 +138,9 @@ class DashboardServer:
         get("/api/groups/{group}/history", self.history)
         get("/api/groups/{group}/where", self.where)
         get("/api/events", self.events)
+        get("/api/series/overview", self.series_overview)
+        get("/api/series/topics/{topic}", self.series_topic)
+        get("/api/series/groups/{group}", self.series_group)
         get("/api/trace", self.trace)
         post("/api/topics", self.action(lambda b, body, r: actions.create_topic(b, body)))
         post("/api/topics/{topic}/delete", self.action(
@@ -167,12 +175,14 @@ class DashboardServer:
             self.port = server.sockets[0].getsockname()[1]
         self._runner = runner
         self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        self._sampler = asyncio.get_running_loop().create_task(self._sample())
         log.info("dashboard on http://%s:%d/%s", self.host, self.port, " (read-only)" if self.read_only else "")
 
     async def stop(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-            await asyncio.gather(self._ticker, return_exceptions=True)
+        tasks = [t for t in (self._ticker, self._sampler) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for q in self._subscribers:
             q.put_nowait("")
         if self._runner is not None:
@@ -235,6 +245,38 @@ class DashboardServer:
             for q in list(self._subscribers):
                 if q.qsize() < 10:
                     q.put_nowait(event)
+
+    async def _sample(self) -> None:
+        """The charts' samples (series.py): one now, then every `sample_s` seconds."""
+        while True:
+            for f in self.brokers():
+                try:
+                    self.series.setdefault(f.name, BrokerSeries(self.sample_s)).sample(f.read)
+                except Exception:  # noqa: BLE001 - a chart must never stop the dashboard; said once per sample
+                    log.exception("dashboard: sampling %s for the charts failed", f.name)
+            await asyncio.sleep(self.sample_s)
+
+    def _series_of(self, request: web.Request) -> tuple[BrokerSeries, ReadModel]:
+        front = self.broker(request)
+        return self.series.setdefault(front.name, BrokerSeries(self.sample_s)), front.read
+
+    async def series_overview(self, request: web.Request) -> web.StreamResponse:
+        series, read = self._series_of(request)
+        return _json(series.overview(read))
+
+    async def series_topic(self, request: web.Request) -> web.StreamResponse:
+        series, read = self._series_of(request)
+        topic = request.match_info["topic"]
+        if read.topic(topic) is None:
+            raise NotFound(f"no topic {topic!r} on {read.name}")
+        return _json(series.topic(read, topic))
+
+    async def series_group(self, request: web.Request) -> web.StreamResponse:
+        series, read = self._series_of(request)
+        group = request.match_info["group"]
+        if group not in read.user_groups() and not read.has_offsets(group):
+            raise NotFound(f"no consumer group {group!r} on {read.name}")
+        return _json(series.group(read, group))
 
     # -- pages and reads ----------------------------------------------------------------------------
     async def index(self, request: web.Request) -> web.StreamResponse:

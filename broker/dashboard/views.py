@@ -14,6 +14,8 @@ from rocketmq_emulator.protocol.namespaces import namespace_of
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, dlq_topic, pop_retry_topic, retry_topic
 
 if TYPE_CHECKING:
+    from rocketmq_emulator.protocol.admin_bodies import ConsumeStats
+
     from ..core.read_model import ReadModel
 
 #: body bytes shown in a message's detail before it is marked truncated
@@ -228,6 +230,20 @@ def group_detail(b: ReadModel, group: str) -> dict[str, Any]:
                             "lastHeartbeatSecondsAgo": round(time.monotonic() - info.last_update, 1)})
     subscriptions = [{"topic": t, "expression": s.sub_string, "type": s.expression_type or "TAG"}
                      for t, s in sorted((gi.subscription_table if gi is not None else {}).items())]
+    queues = progress_rows(b, group, stats, broadcasting)
+    model = "broadcasting" if broadcasting else "clustering"
+    return {"group": group, "state": state, "messageModel": model, "clients": clients,
+            "subscriptions": subscriptions, "queues": queues, "consumeTps": round(stats.consume_tps, 1),
+            "totals": {k: sum(q[k] for q in queues) for k in ("brokerOffset", "diff", "inflight", "ready")},
+            "popInflight": b.inflight(group), "unacked": unacked(b, group),
+            "dlq": b.topic(dlq_topic(group)) is not None,
+            "note": "broadcasting: each client keeps its own offsets; the group's are its latest" if broadcasting
+            else None}
+
+
+def progress_rows(b: ReadModel, group: str, stats: ConsumeStats, broadcasting: bool) -> list[dict[str, Any]]:
+    """Each queue's offsets of the group: behind (diff: stored minus committed), in flight (pulled, not committed)
+    and ready (stored, not yet pulled)."""
     queues = []
     for mq, w in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].topic, kv[0].queue_id)):
         committed = w.consumer_offset
@@ -239,14 +255,7 @@ def group_detail(b: ReadModel, group: str) -> dict[str, Any]:
             "diff": max(0, w.broker_offset - committed), "inflight": max(0, pulled - committed),
             "ready": max(0, w.broker_offset - max(pulled, committed)), "lastConsumeTime": w.last_timestamp,
             "state": "committed" if stored else "none committed yet"})
-    model = "broadcasting" if broadcasting else "clustering"
-    return {"group": group, "state": state, "messageModel": model, "clients": clients,
-            "subscriptions": subscriptions, "queues": queues, "consumeTps": round(stats.consume_tps, 1),
-            "totals": {k: sum(q[k] for q in queues) for k in ("brokerOffset", "diff", "inflight", "ready")},
-            "popInflight": b.inflight(group), "unacked": unacked(b, group),
-            "dlq": b.topic(dlq_topic(group)) is not None,
-            "note": "broadcasting: each client keeps its own offsets; the group's are its latest" if broadcasting
-            else None}
+    return queues
 
 
 def unacked(b: ReadModel, group: str, topic: str | None = None) -> list[dict[str, Any]]:

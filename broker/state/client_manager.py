@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections import deque
+from typing import Callable, NamedTuple
 
 from rocketmq_emulator.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_emulator.protocol.transport import RemotingConnection
@@ -74,9 +75,20 @@ class ConsumerGroupInfo:
         return None
 
 
+class ClientEvent(NamedTuple):
+    """A consumer joining or leaving a group (the dashboard marks them on its charts)."""
+
+    time_ms: int
+    group: str
+    client_id: str
+    kind: str  # joined, left (unregistered), disconnected
+
+
 class ConsumerManager:
     def __init__(self, channel_expired_timeout_s: float = 120.0) -> None:
         self.groups: dict[str, ConsumerGroupInfo] = {}
+        #: the last 1,000 joins and leaves, oldest first
+        self.events: deque[ClientEvent] = deque(maxlen=1000)
         self.channel_expired_timeout_s = channel_expired_timeout_s
         self.on_change: list[Callable[[str, ConsumerGroupInfo], None]] = []
 
@@ -91,6 +103,7 @@ class ConsumerManager:
         changed = gi.update_channel(info, consume_type, model, cfw)
         if changed:
             log.info("consumer %s joined group %s from %s", info.client_id, group, info.connection.peer)
+            self._event(group, info.client_id, "joined")
         changed = gi.update_subscriptions(subs) or changed
         if changed and notify:
             self.notify(group)
@@ -103,6 +116,7 @@ class ConsumerManager:
         info = gi.channels.pop(conn, None)
         if info is not None:
             log.info("consumer %s left group %s", info.client_id, group)
+            self._event(group, info.client_id, "left")
         if not gi.channels:
             del self.groups[group]
         elif info is not None and notify:
@@ -114,10 +128,14 @@ class ConsumerManager:
             if info is None:
                 continue
             log.info("consumer %s of group %s disconnected", info.client_id, group)
+            self._event(group, info.client_id, "disconnected")
             if not gi.channels:
                 del self.groups[group]
             elif notify:
                 self.notify(group)
+
+    def _event(self, group: str, client_id: str, kind: str) -> None:
+        self.events.append(ClientEvent(time.time_ns() // 1_000_000, group, client_id, kind))
 
     def scan_not_active_channels(self, now: float | None = None) -> list[RemotingConnection]:
         """Close channels silent for longer than the expiry (120 s); no notification, as upstream."""

@@ -214,6 +214,18 @@ class BrokerStatsManager:
         else:
             self._put_slow(elapsed // 1_000_000, times)
 
+    def topic_put_counts(self) -> dict[str, int]:
+        """Messages put since start, by topic."""
+        return {topic: item.value for topic, item in self._topic_put.items()}
+
+    def group_get_counts(self) -> dict[str, int]:
+        """Messages pulled since start, by group (its topics together)."""
+        out: dict[str, int] = {}
+        for key, item in self._group_get.items():
+            group = key.partition("@")[2]
+            out[group] = out.get(group, 0) + item.value
+        return out
+
     def _new_counted(self, nums_name: str, size_name: str, key: str, table: dict[str, CountedItem]) -> CountedItem:
         item = table[key] = CountedItem()
         self.sets[nums_name][key] = item

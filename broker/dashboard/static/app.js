@@ -106,6 +106,53 @@ function bindForm(sel, handler) {
 }
 
 // -- pages -------------------------------------------------------------------------------------------
+// Charts: the broker's samples (/api/series/..., series.py) as SVG drawn here, no library: one line per series
+// (a missing sample breaks it), the events as dashed vertical lines (hover for what happened), the latest value
+// of each series in the legend.
+const COLORS = {put: "#2563eb", get: "#16a34a", diff: "#dc2626", ready: "#d97706", inflight: "#9333ea"};
+const LABELS = {put: "put/s", get: "got/s", diff: "behind", ready: "ready", inflight: "in flight"};
+const clock = ms => new Date(ms).toISOString().slice(11, 19);
+
+function chart(id, title, data, names) {
+  const t = data.t || [];
+  const last = n => { const v = (data.series[n] || []).filter(x => x !== null); return v.length ? v[v.length - 1] : null; };
+  const legend = names.map(n => `<span class="key" data-series="${n}" data-last="${last(n) ?? ""}">` +
+    `<i style="background:${COLORS[n]}"></i>${esc(LABELS[n])} ${last(n) === null ? "–" : fmtNum(last(n))}</span>`).join(" ");
+  const kept = data.keepSeconds >= 3600 ? `${data.keepSeconds / 3600} h` : `${Math.round(data.keepSeconds / 60)} min`;
+  const head = `<figcaption>${esc(title)} <span class="muted">(every ${data.sampleSeconds} s, the last ${kept})</span> ${legend}</figcaption>`;
+  if (data.tracked === false)
+    return `<figure class="chart" data-testid="${id}">${head}<p class="muted">not charted: the broker keeps at most 1,000 series of each kind</p></figure>`;
+  if (t.length < 2)
+    return `<figure class="chart" data-testid="${id}" data-points="${t.length}">${head}<p class="muted">collecting samples…</p></figure>`;
+  const W = 640, H = 150, L = 52, R = 10, T = 8, B = 18;
+  const t0 = t[0], t1 = Math.max(t[t.length - 1], t0 + 1);
+  let max = 0;
+  for (const n of names) for (const v of data.series[n] || []) if (v !== null && v > max) max = v;
+  max = max > 0 ? max : 1;
+  const x = ms => (L + (ms - t0) / (t1 - t0) * (W - L - R)).toFixed(1);
+  const y = v => (T + (1 - v / max) * (H - T - B)).toFixed(1);
+  const lines = names.map(n => {
+    let d = "", pen = "M";
+    (data.series[n] || []).forEach((v, i) => {
+      if (v === null) { pen = "M"; return; }
+      d += `${pen}${x(t[i])},${y(v)} `;
+      pen = "L";
+    });
+    return `<path data-series="${n}" d="${d.trim()}" fill="none" stroke="${COLORS[n]}" stroke-width="1.5"/>`;
+  }).join("");
+  const marks = (data.events || []).filter(e => e.t >= t0 && e.t <= t1).map(e =>
+    `<g class="event" data-kind="${esc(e.kind)}"><line x1="${x(e.t)}" x2="${x(e.t)}" y1="${T}" y2="${H - B}"
+      stroke="#64748b" stroke-dasharray="3,3"/><title>${esc(clock(e.t) + " " + e.text)}</title>
+      <text x="${Number(x(e.t)) + 2}" y="${T + 8}" font-size="9" fill="#475569">${esc(e.kind)}</text></g>`).join("");
+  const axes = `<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" stroke="#cbd5e1"/>
+    <text x="${L - 4}" y="${T + 8}" text-anchor="end" font-size="10">${fmtNum(Math.round(max))}</text>
+    <text x="${L - 4}" y="${H - B}" text-anchor="end" font-size="10">0</text>
+    <text x="${L}" y="${H - 4}" font-size="10">${clock(t0)}</text>
+    <text x="${W - R}" y="${H - 4}" text-anchor="end" font-size="10">${clock(t1)}</text>`;
+  return `<figure class="chart" data-testid="${id}" data-points="${t.length}" data-events="${(data.events || []).length}">
+    ${head}<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">${axes}${lines}${marks}</svg></figure>`;
+}
+
 const pages = {};
 
 pages.overview = async () => {
@@ -114,7 +161,8 @@ pages.overview = async () => {
     const o = await api("/api/overview");
     readOnly = o.readOnly;
     document.body.classList.toggle("read-only", readOnly);
-    $("#data").innerHTML = `<div class="cards">
+    const series = await api("/api/series/overview");
+    $("#data").innerHTML = chart("chart-broker", "messages per second", series, ["put", "get"]) + `<div class="cards">
         <div class="card">cluster<b data-testid="cluster">${esc(o.cluster)}</b>name server ${esc(o.namesrv)}</div>
         <div class="card">brokers<b>${o.brokers.length}</b>${o.stoppedBrokers.length ? "stopped: " + esc(o.stoppedBrokers.join(", ")) : "all running"}</div>
         <div class="card">gRPC (5.x clients)<b>${esc(o.grpc || "off")}</b>wire trace: ${esc(o.trace || "off")}</div>
@@ -184,7 +232,8 @@ pages.topic = async (name) => {
   });
   return async () => {
     const t = await api(`/api/topics/${encodeURIComponent(name)}`);
-    $("#data").innerHTML = table("queues", [
+    const series = await api(`/api/series/topics/${encodeURIComponent(name)}`);
+    $("#data").innerHTML = chart("chart-topic", "messages put per second", series, ["put"]) + table("queues", [
       {title: "queue", key: "queueId", num: 1}, {title: "min offset", key: "minOffset", num: 1},
       {title: "max offset", key: "maxOffset", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}], t.queues,
@@ -293,9 +342,12 @@ pages.group = async (name) => {
   return async () => {
     const d = await api(`/api/groups/${g}`);
     const history = await api(`/api/groups/${g}/history`);
+    const series = await api(`/api/series/groups/${g}`);
     $("#data").innerHTML = `<p>state: <b data-testid="group-state">${esc(d.state)}</b> · model: ${esc(d.messageModel)}
         · consume ${fmtNum(d.consumeTps)}/s${d.popInflight ? ` · popped, not acked: ${fmtNum(d.popInflight)}` : ""}
-        ${d.note ? `<br><span class="muted">${esc(d.note)}</span>` : ""}</p>
+        ${d.note ? `<br><span class="muted">${esc(d.note)}</span>` : ""}</p>` +
+      chart("chart-lag", "messages behind, ready and in flight", series, ["diff", "ready", "inflight"]) +
+      chart("chart-get", "messages pulled per second", series, ["get"]) + `
       <h3>Clients</h3>` + (d.clients.length ? table("clients", [{title: "client id", key: "clientId"},
         {title: "address", key: "addr"}, {title: "language", key: "language"}, {title: "version", key: "version", num: 1},
         {title: "last heartbeat", render: r => esc(r.lastHeartbeatSecondsAgo + " s ago")}], d.clients)
