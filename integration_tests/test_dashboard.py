@@ -337,3 +337,35 @@ def test_charts_move_a_stopped_consumers_lag_rises_and_a_reset_is_marked(tmp_pat
             consumer.wait()
         producer.join(10)
         broker.stop()
+
+
+def test_the_pages_and_charts_work_with_1000_topics_and_1000_groups(tmp_path):
+    """1,000 topics and 1,000 groups (an entities file): each list shows its first 100 with the count, the overview
+    and a group's page draw their charts, and the charts' samples stay within their bound."""
+    entities = tmp_path / "entities.json"
+    entities.write_text(json.dumps({"topics": [{"name": f"many-topic-{i:04d}", "queues": 2} for i in range(1000)],
+                                    "groups": [{"name": f"many-group-{i:04d}"} for i in range(1000)]}))
+    broker = launch_emulator(tmp_path / "emu", "--entities", str(entities), "--dashboard-sample-seconds", "0.5",
+                             dashboard=True)
+    try:
+        url = broker.dashboard_url
+        produce(broker.namesrv_addr, "many-topic-0007", 5)
+        with browser_page() as page:
+            page.goto(url + "#/topics")
+            page.wait_for_selector('[data-testid="shown"]')
+            shown = page.inner_text('[data-testid="shown"]')
+            assert shown.startswith("100 of 1000"), shown
+            page.goto(url + "#/groups")
+            page.wait_for_function("document.querySelector('[data-testid=shown]')?.textContent.includes('of 1000')")
+            page.goto(url + "#/")
+            page.wait_for_selector('[data-testid="chart-broker"] svg path[data-series="put"]', timeout=30_000)
+            page.goto(url + "#/group/many-group-0999")
+            page.wait_for_selector('[data-testid="chart-lag"] svg', timeout=30_000)
+            page.goto(url + "#/topic/many-topic-0007")
+            page.wait_for_function(
+                "Number(document.querySelector('[data-testid=chart-topic] .key')?.dataset.last) >= 0", timeout=30_000)
+        with urllib.request.urlopen(url + "api/series/groups/many-group-0500", timeout=10) as answer:
+            group = json.loads(answer.read())
+        assert group["tracked"] is True and len(group["t"]) >= 2 and group["keepSeconds"] == 360
+    finally:
+        broker.stop()
