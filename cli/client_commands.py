@@ -186,6 +186,7 @@ def _properties(items: list[str]) -> dict[str, str]:
 
 async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     import asyncio
+    import signal
     in_namespace(args)
     props = _properties(args.property)
     if args.delay_level is not None and args.batch:
@@ -198,26 +199,46 @@ async def run_produce(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> i
     else:
         bodies = (line.rstrip("\n") for line in stdin if line.strip())
     progress = [0]
+    # Ctrl-C by the loop's own handler, as `consume` takes it: the send loop stops at its next
+    # message even when a cancellation got lost in an await (asyncio.run's SIGINT handling alone once let all
+    # 1,000,000 sends of `produce -c` finish after SIGINT under load), and run() exits 130
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    interrupted = asyncio.Event()
+
+    def interrupt() -> None:
+        interrupted.set()
+        if task is not None:
+            task.cancel()
+    handled = []
     try:
-        await _send_all(args, out, bodies, props, progress)
-    except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels the command, and run() exits 130
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        handled.append(signal.SIGINT)
+    except (NotImplementedError, RuntimeError):  # (not the main thread: asyncio.run's own handling)
+        pass
+    try:
+        await _send_all(args, out, bodies, props, progress, interrupted)
+    except asyncio.CancelledError:
+        if not interrupted.is_set():
+            raise
         total = f" of {args.count}" if args.count is not None else ""
         print(f"interrupted: {progress[0]}{total} message(s) sent", file=sys.stderr)
-        raise
+        raise KeyboardInterrupt from None
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
     if not args.json:
         print(f"sent {progress[0]} message(s)", file=sys.stderr)
     return 0
 
 
 async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: dict[str, str],
-                    progress: list[int]) -> None:
-    """produce's sends; `progress[0]`: how many were sent so far."""
+                    progress: list[int], interrupted: asyncio.Event) -> None:
+    """produce's sends; `progress[0]`: how many were sent so far; they stop once `interrupted` is set."""
     import asyncio
 
     from rocketmq_emulator.client.message import Message
     from rocketmq_emulator.client.producer import Producer
     sent = 0
-    task = asyncio.current_task()
     async with Producer(args.group, namesrv=args.namesrv, send_timeout=args.timeout) as producer:
         batch: list[Message] = []
 
@@ -235,8 +256,7 @@ async def _send_all(args: argparse.Namespace, out: TextIO, bodies: Any, props: d
             batch.clear()
 
         for body in bodies:
-            if task is not None and task.cancelling():  # Ctrl-C whose cancellation an awaited send swallowed
-                # (Python 3.11's wait_for loses a cancel that lands as its inner future completes)
+            if interrupted.is_set():  # Ctrl-C whose cancellation an awaited send swallowed
                 raise asyncio.CancelledError
             msg = Message(args.topic, body, tags=args.tags, keys=args.keys.split() if args.keys else None,
                           properties=props, delay_level=args.delay_level or 0)
