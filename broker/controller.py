@@ -35,6 +35,7 @@ from .core.filter.consumer_filter import ConsumerFilterManager
 from .core.long_polling import PullRequestHoldService
 from .core.pop.service import PopService
 from .core.runtime_config import LIVE_HOOKS, BrokerConfiguration, registered_perm
+from .state.delivery_log import DeliveryLog
 from .core.schedule import ScheduleMessageService
 from .core.send_core import SendMessageCore
 from .core.timer import TimerMessageService
@@ -106,6 +107,8 @@ class BrokerController:
         self.consumer_offset_manager = ConsumerOffsetManager(
             config_dir, fsync=config.store.flush_disk_type is FlushDiskType.SYNC_FLUSH)
         self.consumer_manager = ConsumerManager(config.channel_expired_timeout_second)
+        #: deliveries for the dashboard's message story: made by the Emulator when the dashboard runs
+        self.delivery_log: DeliveryLog | None = None
         self.producer_manager = ProducerManager(config.channel_expired_timeout_second)
         self.lock_manager = RebalanceLockManager()
         self.consumer_filter_manager = ConsumerFilterManager()  # SQL92 subscriptions, compiled once per version

@@ -30,6 +30,7 @@ from .core.read_model import BrokerFront, ReadModel
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
 from .settings import rooted_at
+from .state.delivery_log import DeliveryLog
 
 if TYPE_CHECKING:
     from .dashboard.server import DashboardServer
@@ -100,6 +101,8 @@ class Emulator:
         broker = BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
                                   namesrv_addr=lambda: self.namesrv_addr, clock=self.clock,
                                   admin_guard=self.admin_guard)
+        if self.config.dashboard_port is not None:  # its message story reads the deliveries
+            broker.delivery_log = DeliveryLog()
         self._fronts[config.broker_name] = BrokerFront(ReadModel(broker), broker)
         return broker
 

@@ -369,3 +369,79 @@ def test_the_pages_and_charts_work_with_1000_topics_and_1000_groups(tmp_path):
         assert group["tracked"] is True and len(group["t"]) >= 2 and group["keepSeconds"] == 360
     finally:
         broker.stop()
+
+
+def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_order(tmp_path):
+    """A consumer (the project's asyncio client) answers RECONSUME_LATER twice, then consumes: the message's story
+    page lists it sent, stored, delivered, then each retry (its copy in the retry topic) and its delivery, in order,
+    with the offset commit that passed it; the message page links to it."""
+    import os
+    import threading
+
+    from rocketmq_emulator.client import FIRST_OFFSET, ConsumeResult, PushConsumer
+    conf = tmp_path / "broker.conf"
+    conf.write_text("messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s\n")
+    broker = launch_emulator(tmp_path / "emu", "--topic", "Stories:1", "--config", str(conf), dashboard=True)
+    attempts: list[int] = []
+    done = threading.Event()
+
+    def consuming() -> None:
+        async def go() -> None:
+            consumer = PushConsumer("StoryGroup", namesrv=broker.namesrv_addr, consume_from=FIRST_OFFSET)
+            consumer.subscribe("Stories", "*")
+
+            def handle(msg):  # noqa: ANN001, ANN202
+                attempts.append(msg.reconsume_times)
+                if msg.reconsume_times < 2:
+                    return ConsumeResult.RECONSUME_LATER
+                done.set()
+                return ConsumeResult.SUCCESS
+            consumer.on_message(handle)
+            await consumer.start()
+            try:
+                while not done.is_set():
+                    await asyncio.sleep(0.1)
+                await asyncio.sleep(6)  # the offsets committed (every 5 s) before the consumer stops
+            finally:
+                await consumer.stop()
+        try:
+            asyncio.run(go())
+        except Exception as exc:  # noqa: BLE001 - said by the assertion below, at once
+            failed.append(exc)
+            done.set()
+
+    failed: list[BaseException] = []
+    try:
+        produce(broker.namesrv_addr, "Stories", 1)
+        worker = threading.Thread(target=consuming, daemon=True)
+        worker.start()
+        assert done.wait(60) and not failed, f"consumed attempts {attempts}, {failed}"
+        worker.join(30)
+        assert attempts == [0, 1, 2]
+        url = broker.dashboard_url
+        with browser_page() as page:
+            page.goto(url + "#/messages?topic=Stories")
+            page.wait_for_selector('[data-testid="messages"] a[href^="#/story/"]')
+            page.click('[data-testid="messages"] a[href^="#/story/"]')
+            page.wait_for_selector('[data-testid="story"]')
+            page.wait_for_function("document.querySelectorAll('[data-testid=story] td[data-col=what]').length >= 8")
+            steps = rows(page, "story")
+            whats = [s["what"] for s in steps]
+            expected = ["sent", "stored", "delivered", "retry 1", "delivered", "retry 2", "delivered"]
+            it = iter(whats)
+            assert all(any(w == e for w in it) for e in expected), whats  # in this order
+            assert "offset committed past it" in whats, whats
+            assert whats.index("offset committed past it") > whats.index("delivered"), whats
+            assert all(s["group"] == "StoryGroup" for s in steps if s["what"] not in ("sent", "stored")), steps
+            delivered = [s["detail"] for s in steps if s["what"] == "delivered"]
+            assert delivered[0].startswith("pull by ") and "attempt 2" in delivered[1] and "attempt 3" in delivered[2]
+            times = [s["time"] for s in steps]
+            assert times == sorted(times), times
+            now = cells(page, "story-now", "detail")
+            assert "consumed" in cells(page, "story-now", "where"), now
+            assert not [d for d in now if "waiting for its retry" in d], now  # both retries were delivered
+            shots = os.environ.get("ROCKETMQ_EMULATOR_SCREENSHOTS")
+            if shots:
+                page.screenshot(path=str(Path(shots) / "story.png"))
+    finally:
+        broker.stop()

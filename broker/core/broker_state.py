@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ..state.broadcast_offset import BroadcastOffsetManager
     from ..clock import BrokerClock
+    from ..state.delivery_log import DeliveryLog
     from ..state.client_manager import ConsumerManager, ProducerManager
     from ..config import BrokerConfig
     from ..state.consumer_offset import ConsumerOffsetManager
@@ -80,6 +81,7 @@ class BrokerState(Protocol):
     pull_hold_service: PullRequestHoldService
     stats: BrokerStatsManager
     clock: BrokerClock  # now, as fast-forwarded by tests
+    delivery_log: DeliveryLog | None  # deliveries for the dashboard's message story (None: not recorded)
     consumer_filter_manager: ConsumerFilterManager
 
     @property

@@ -172,6 +172,8 @@ class ConsumeCore:
                                               got.next_begin_offset)
         if outcome is Outcome.MOVED:
             self._offset_moved_event(r, got.next_begin_offset)
+        elif outcome is Outcome.FOUND and b.delivery_log is not None:  # (only while the dashboard runs)
+            b.delivery_log.add(r.group, r.topic, r.queue_id, r.offset, got.next_begin_offset, r.client_id, "pull")
         return ReadResult(outcome, status.name, got.next_begin_offset, got.min_offset, got.max_offset, got)
 
     def filters(self, expression_type: str | None, expression: str | None

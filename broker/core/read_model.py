@@ -40,6 +40,7 @@ if TYPE_CHECKING:
                                         ProducerManager)
     from ..config import BrokerConfig
     from .consume_core import ConsumeCore
+    from ..state.delivery_log import Delivery
     from ..state.offset_history import OffsetEvent
     from .pop.service import PopService
     from .send_core import SendMessageCore
@@ -120,6 +121,17 @@ class ReadModel:
     def get_counts(self) -> dict[str, int]:
         """Messages pulled so far, by group, all its topics together (GROUP_GET_NUMS, since start)."""
         return self._b.stats.group_get_counts()
+
+    def schedule_offset(self, queue_id: int) -> int:
+        """How far the delay service has delivered the schedule topic's queue `queue_id` (delay level - 1; its
+        offsets are kept by level): a parked message before it has gone to its real topic."""
+        return self._b.schedule_service.offsets.get(queue_id + 1, 0)
+
+    def deliveries(self, topic: str, queue_id: int, offset: int) -> list[Delivery] | None:
+        """Who was handed this message and when, oldest first; None when deliveries are not recorded (they are
+        while the dashboard runs: broker/state/delivery_log.py)."""
+        log = self._b.delivery_log
+        return None if log is None else log.of(topic, queue_id, offset)
 
     def client_events(self) -> list[ClientEvent]:
         """Consumers joining and leaving groups, oldest first (the last 1,000)."""

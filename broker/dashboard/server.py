@@ -26,7 +26,7 @@ from aiohttp import web
 from rocketmq_emulator.protocol.trace import NotATraceError, TraceFilter, format_text, parse_codes, read_trace
 from rocketmq_emulator.protocol.transport import PortUnavailable
 
-from . import actions, views
+from . import actions, story, views
 from .hosts import HostCheck, host_middleware
 from .series import BrokerSeries
 from .views import Invalid, NotFound
@@ -138,6 +138,7 @@ class DashboardServer:
         get("/api/groups/{group}/history", self.history)
         get("/api/groups/{group}/where", self.where)
         get("/api/events", self.events)
+        get("/api/messages/{msg_id}/story", self.story)
         get("/api/series/overview", self.series_overview)
         get("/api/series/topics/{topic}", self.series_topic)
         get("/api/series/groups/{group}", self.series_group)
@@ -259,6 +260,9 @@ class DashboardServer:
     def _series_of(self, request: web.Request) -> tuple[BrokerSeries, ReadModel]:
         front = self.broker(request)
         return self.series.setdefault(front.name, BrokerSeries(self.sample_s)), front.read
+
+    async def story(self, request: web.Request) -> web.StreamResponse:
+        return _json(story.story(self.read(request), request.match_info["msg_id"], request.query.get("topic")))
 
     async def series_overview(self, request: web.Request) -> web.StreamResponse:
         series, read = self._series_of(request)

@@ -309,6 +309,8 @@ def where(b: ReadModel, group: str, msg_id: str, topic: str | None = None) -> di
                            "msgId": copy.offset_msg_id, "topic": t})
     for parked in b.messages_by_key(SCHEDULE_TOPIC, uniq, 16):
         real = parked.properties.get("REAL_TOPIC", "")
+        if parked.queue_offset < b.schedule_offset(parked.queue_id):
+            continue  # delivered to its retry topic already (listed above, if it is still there)
         if real in (retry_topic(group), pop_retry_topic(group, msg.topic)):
             level = int(parked.properties.get("DELAY", "0") or 0)
             delays = b.retry_delays()

@@ -205,11 +205,15 @@ class PopService:
             self.store.insert(ck)  # durable before the offset moves and before the answer
             self._add(ck)
             retry = topic != req.topic
+            log = self.broker.delivery_log
             for record, queue_offset in zip(got.messages, got.queue_offsets):
                 msg = MessageExt.decode(record)
                 handle = ReceiptHandle(ck.ck_id, now, req.invisible_ms, retry, self.broker.config.broker_name,
                                        queue_id, queue_offset)
                 out.messages.append(PoppedMessage(msg, handle, msg.reconsume_times + 1))
+                if log is not None:  # (only while the dashboard runs)
+                    log.add(req.group, topic, queue_id, queue_offset, queue_offset + 1, "a POP consumer",
+                            "pop", msg.reconsume_times + 1)
         if got.next_begin_offset > offset:
             self.broker.consumer_offset_manager.commit_offset("pop", req.group, topic, queue_id,
                                                               got.next_begin_offset)

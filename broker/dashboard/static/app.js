@@ -248,6 +248,7 @@ function messageTable(rows, topic) {
     {title: "queue", key: "queueId", num: 1}, {title: "offset", key: "queueOffset", num: 1},
     {title: "tags", key: "tags"}, {title: "keys", key: "keys"}, {title: "stored", render: r => esc(fmtTime(r.storeTimestamp))},
     {title: "reconsume", key: "reconsumeTimes", num: 1},
+    {title: "", render: r => `<a href="#/story/${encodeURIComponent(r.msgId)}?topic=${encodeURIComponent(topic || r.topic)}">story</a>`},
     {title: "body", render: r => `${r.bodyKind === "binary" ? '<span class="marker">binary</span> ' : ""}${esc(r.body)}${r.truncated ? ' <span class="marker">truncated</span>' : ""}`}],
     rows);
 }
@@ -288,7 +289,8 @@ pages.message = async (id, params) => {
       {f: "reconsume times", v: m.reconsumeTimes}, {f: "body size", v: m.bodySize}]) +
     `<h3>Properties</h3>` + table("properties", [{title: "name", key: "k"}, {title: "value", key: "v"}], props) +
     `<h3>Body <span class="marker" data-testid="body-kind">${esc(m.bodyKind)}</span>${m.truncated ? ' <span class="marker">truncated</span>' : ""}</h3>
-     <pre data-testid="body">${esc(m.body)}</pre>`;
+     <pre data-testid="body">${esc(m.body)}</pre>
+     <p><a data-testid="story-link" href="#/story/${encodeURIComponent(m.offsetMsgId)}?topic=${encodeURIComponent(m.topic)}">Its whole story</a></p>`;
   return null;  // a message does not change: no refresh
 };
 
@@ -427,6 +429,28 @@ pages.trace = async () => {
 };
 
 // -- routing and live refresh --------------------------------------------------------------------------
+// A message's story (/api/messages/{id}/story, story.py): its life in order, and where it is now for each group.
+pages.story = async (id, params) => {
+  const topic = new URLSearchParams(params || "").get("topic") || "";
+  page.innerHTML = `<h2>The story of message ${esc(id)}</h2>
+    <form id="story"><label>message id (offset id, or unique key with the topic) <input name="msgId" size="40" value="${esc(id)}"></label>
+      <label>topic <input name="topic" value="${esc(topic)}"></label><button>Show</button></form><div id="data"></div>`;
+  bindForm("#story", async d => { location.hash = `#/story/${encodeURIComponent(d.msgId)}?topic=${encodeURIComponent(d.topic)}`; });
+  if (!id) return null;
+  return async () => {
+    const s = await api(`/api/messages/${encodeURIComponent(id)}/story?topic=${encodeURIComponent(topic)}`);
+    const m = s.message;
+    $("#data").innerHTML = `<p>${esc(m.topic)} queue ${m.queueId} offset ${m.queueOffset} · tags ${esc(m.tags || "")} ·
+        keys ${esc(m.keys || "")} · <a href="#/message/${encodeURIComponent(m.offsetMsgId)}?topic=${encodeURIComponent(m.topic)}">the message</a></p>` +
+      (s.recorded ? "" : `<p class="muted">deliveries are recorded while the dashboard runs; none for this broker</p>`) +
+      table("story", [{title: "time", render: r => esc(fmtTime(r.t))}, {title: "group", key: "group"},
+                      {title: "what", key: "what"}, {title: "detail", key: "detail"}], s.steps) +
+      `<h3>Now</h3>` + (s.now.length ? table("story-now", [{title: "group", key: "group"}, {title: "where", key: "where"},
+                                                           {title: "detail", key: "detail"}], s.now)
+                                     : `<p class="muted">no group has offsets in ${esc(m.topic)}</p>`);
+  };
+};
+
 async function route() {
   notice("");
   const hash = location.hash.replace(/^#\/?/, "");

@@ -1,0 +1,103 @@
+"""A message's story for the dashboard: its life in order, from the broker's own records. Sent (producer group,
+born host and time; a transaction's half message, a delay level, a 5.x timer), stored (topic, queue, offset,
+store time), then for each consumer group with offsets in its topic or that was handed it: each delivery (pull or
+POP, client, time, attempt; broker/state/delivery_log.py, recorded while the dashboard runs), each retry (its copy
+in the group's retry topic and that copy's deliveries), the dead-letter queue, the offset commits and resets of its
+queue that passed it, and where it is now for the group (views.where). Clients that send traces (4.x
+`enableMsgTrace`) add their trace records from the trace topic (publish, consume before and after, with their
+client host, cost and status)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rocketmq_emulator.protocol.message import MessageExt
+from rocketmq_emulator.protocol.topics import dlq_topic, pop_retry_topic, retry_topic
+
+from . import views
+
+if TYPE_CHECKING:
+    from ..core.read_model import ReadModel
+
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+#: 4.x trace records (TraceDataEncoder): fields split by \x01, records by \x02
+_TRACE_FIELDS = {"Pub": ("type", "time", "region", "group", "topic", "msgId", "tags", "keys", "storeHost", "bodySize",
+                         "costMs", "msgType", "offsetMsgId", "success"),
+                 "SubBefore": ("type", "time", "region", "group", "requestId", "msgId", "retryTimes", "keys"),
+                 "SubAfter": ("type", "requestId", "msgId", "costMs", "success", "keys")}
+
+
+def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]:
+    msg = views.find_message(b, msg_id, topic)
+    uniq = msg.properties.get("UNIQ_KEY") or msg.msg_id
+    steps: list[dict[str, Any]] = []
+
+    def step(t: int, what: str, detail: str, group: str | None = None) -> None:
+        steps.append({"t": t, "what": what, "detail": detail, "group": group})
+
+    props = msg.properties
+    producer = f"producer group {props['PGROUP']}, " if props.get("PGROUP") else ""  # (a transaction's says it)
+    step(msg.born_timestamp, "sent", f"{producer}from {msg.born_host}:{msg.born_port}")
+    if props.get("TRAN_MSG") == "true":
+        step(msg.born_timestamp, "transaction", "sent as a transaction's half message; stored in its topic when "
+                                                "the transaction was committed")
+    if props.get("DELAY") and props.get("DELAY") != "0":
+        step(msg.born_timestamp, "delayed", f"delay level {props['DELAY']}")
+    if props.get("TIMER_DELIVER_MS"):
+        step(msg.born_timestamp, "timer", f"to be delivered at {props['TIMER_DELIVER_MS']} (epoch ms)")
+    step(msg.store_timestamp, "stored", f"{msg.topic} queue {msg.queue_id} offset {msg.queue_offset} (commit log "
+                                        f"offset {msg.commit_log_offset}, {msg.store_host}:{msg.store_port})")
+    recorded = b.deliveries(msg.topic, msg.queue_id, msg.queue_offset)
+    groups = set(b.groups_of_topic(msg.topic)) | {d.group for d in recorded or ()}
+    for group in sorted(groups):
+        _group_story(b, msg, uniq, group, recorded, step)
+    if b.topic(TRACE_TOPIC) is not None:
+        for trace in b.messages_by_key(TRACE_TOPIC, msg.msg_id, 64):
+            for record in _trace_records(trace):
+                t = int(record.get("time") or trace.store_timestamp) if str(record.get("time", "")).isdigit() \
+                    else trace.store_timestamp
+                what = {"Pub": "traced: sent", "SubBefore": "traced: consuming", "SubAfter": "traced: consumed"}
+                detail = ", ".join(f"{k} {v}" for k, v in record.items() if k not in ("type", "time") and v)
+                step(t, what.get(record["type"], f"traced: {record['type']}"), detail, record.get("group"))
+    steps.sort(key=lambda s: s["t"])  # stable: what happened at one millisecond keeps its order
+    now = [{"group": group, **place} for group in sorted(groups)
+           for place in views.where(b, group, msg.offset_msg_id, msg.topic)["places"]]
+    return {"message": views.message_view(msg), "recorded": recorded is not None, "steps": steps, "now": now}
+
+
+def _group_story(b: ReadModel, msg: MessageExt, uniq: str, group: str, recorded: list[Any] | None,
+                 step: Any) -> None:
+    for d in recorded or ():
+        if d.group == group:
+            step(d.time_ms, "delivered", f"{d.kind} by {d.client}" + (f", attempt {d.attempt}" if d.attempt else ""),
+                 group)
+    for e in b.offset_history(group, msg.topic, msg.queue_id):
+        if e.kind == "commit" and (e.previous if e.previous is not None else -1) <= msg.queue_offset < e.offset:
+            step(e.time_ms, "offset committed past it", f"to {e.offset} by {e.by}", group)
+        elif e.kind in ("reset", "moved"):
+            side = "before" if e.offset <= msg.queue_offset else "after"
+            step(e.time_ms, f"offset {e.kind}", f"to {e.offset} ({side} it) by {e.by}", group)
+    for kind, t in (("retry", retry_topic(group)), ("retry", pop_retry_topic(group, msg.topic)),
+                    ("dead-lettered", dlq_topic(group))):
+        if b.topic(t) is None:
+            continue
+        for copy in b.messages_by_key(t, uniq, 16):
+            what = "dead-lettered" if kind == "dead-lettered" else f"retry {copy.reconsume_times}"
+            step(copy.store_timestamp, what, f"a copy in {t} queue {copy.queue_id} offset {copy.queue_offset}", group)
+            for d in b.deliveries(t, copy.queue_id, copy.queue_offset) or ():
+                if d.group == group:
+                    step(d.time_ms, "delivered", f"{d.kind} by {d.client}, attempt {copy.reconsume_times + 1} "
+                                                 f"(the copy in {t})", group)
+
+
+def _trace_records(trace: MessageExt) -> list[dict[str, str]]:
+    """The trace body's records (TraceDataEncoder's format), each as named fields."""
+    out = []
+    text = trace.uncompressed_body().decode("utf-8", "replace")
+    for raw in text.split("\x02"):
+        fields = raw.split("\x01")
+        if not fields or fields[0] not in _TRACE_FIELDS:
+            continue
+        names = _TRACE_FIELDS[fields[0]]
+        out.append({name: value for name, value in zip(names, fields)})
+    return out
