@@ -118,6 +118,10 @@ class ReadModel:
         """Messages put so far, by topic (the statistics' TOPIC_PUT_NUMS, since start)."""
         return self._b.stats.topic_put_counts()
 
+    def topic_get_counts(self) -> dict[str, int]:
+        """Messages pulled so far, by topic, its groups together (GROUP_GET_NUMS, since start)."""
+        return self._b.stats.topic_get_counts()
+
     def get_counts(self) -> dict[str, int]:
         """Messages pulled so far, by group, all its topics together (GROUP_GET_NUMS, since start)."""
         return self._b.stats.group_get_counts()

@@ -1,16 +1,16 @@
 """The dashboard's charts: what a broker did over the last hour, sampled every `SAMPLE_S` seconds while the
 dashboard runs, in memory only.
 
-Per topic: messages put per second. Per group: messages pulled per second, and its lag as the group page's
+Per topic: messages put and pulled per second. Per group: messages pulled per second, and its lag as the group page's
 table counts it (behind: stored minus committed; ready: stored, not yet pulled; in flight: pulled and not
 committed, or popped and not acked), summed over its queues. The broker's own totals (put and got per second)
 for the overview. Events to mark on the charts: offset resets and PULL_OFFSET_MOVED corrections (the offset
 history), consumers joining and leaving (the consumer manager), and clock advances (admin advanceTime).
 
 Bounded: `KEEP` samples (an hour at 5 s), each value a 4-byte float in one fixed array per series; at most
-`MAX_TOPICS` topic series and `MAX_GROUPS` group series (4 series each) are kept, the first seen first; a topic or
-group past the bound is answered `"tracked": false`. The most it takes is (1 + 1 + 1,000 + 4 × 1,000) series ×
-720 × 4 B = 14.4 MB; idle topics and groups (nothing put, pulled or behind yet) take nothing.
+`MAX_TOPICS` topics (2 series each) and `MAX_GROUPS` groups (4 series each) are kept, the first seen first; a topic
+or group past the bound is answered `"tracked": false`. The most it takes is (2 + 2 × 1,000 + 4 × 1,000) series ×
+720 × 4 B = 17.3 MB; idle topics and groups (nothing put, pulled or behind yet) take nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ KEEP = 720
 #: series kept at most (topics; groups, 4 series each)
 MAX_TOPICS = 1000
 MAX_GROUPS = 1000
+TOPIC_SERIES = ("put", "get")
 GROUP_SERIES = ("get", "diff", "ready", "inflight")
 #: offset history kinds marked on a group's chart
 _MARKED = {"reset": "reset", "moved": "moved (illegal offset corrected)"}
@@ -47,9 +48,9 @@ class BrokerSeries:
         self.taken = 0  # samples so far; the next goes to index taken % KEEP
         self.times = array("d", [math.nan]) * KEEP  # epoch ms of each sample
         self.broker: dict[str, array[float]] = {"put": _ring(), "get": _ring()}
-        self.topics: dict[str, array[float]] = {}
+        self.topics: dict[str, dict[str, array[float]]] = {}
         self.groups: dict[str, dict[str, array[float]]] = {}
-        self._last: tuple[float, int, int, dict[str, int], dict[str, int]] | None = None
+        self._last: tuple[float, int, int, dict[str, int], dict[str, int], dict[str, int]] | None = None
 
     # -- sampling ---------------------------------------------------------------------------------------
     def sample(self, b: ReadModel, now_ms: float | None = None) -> None:
@@ -60,7 +61,7 @@ class BrokerSeries:
         at = self.taken % KEEP
         self.times[at] = now
         figures = b.store_figures()
-        puts, gets = b.put_counts(), b.get_counts()
+        puts, gets, topic_gets = b.put_counts(), b.get_counts(), b.topic_get_counts()
         last = self._last
         seconds = (now - last[0]) / 1000 if last is not None else 0.0
 
@@ -69,12 +70,12 @@ class BrokerSeries:
 
         self.broker["put"][at] = rate(figures.put, last[1] if last else None)
         self.broker["get"][at] = rate(figures.got, last[2] if last else None)
-        for topic, ring in self.topics.items():  # (a topic that put nothing since: 0; deleted: stays at 0)
-            ring[at] = rate(puts.get(topic, 0), last[3].get(topic, 0) if last else None)
-        for topic, count in puts.items():
-            if topic not in self.topics and len(self.topics) < MAX_TOPICS and count:
-                ring = self.topics[topic] = _ring()
-                ring[at] = rate(count, last[3].get(topic, 0) if last else None)
+        for topic in set(puts) | set(topic_gets):  # a topic's first series when it is first put to or pulled
+            if topic not in self.topics and len(self.topics) < MAX_TOPICS:
+                self.topics[topic] = {name: _ring() for name in TOPIC_SERIES}
+        for topic, rings in self.topics.items():  # (a topic that put nothing since: 0; deleted: stays at 0)
+            rings["put"][at] = rate(puts.get(topic, 0), last[3].get(topic, 0) if last else None)
+            rings["get"][at] = rate(topic_gets.get(topic, 0), last[5].get(topic, 0) if last else None)
         groups = set(self.groups)
         for group in b.user_groups():
             if group not in groups and len(self.groups) < MAX_GROUPS:
@@ -91,7 +92,7 @@ class BrokerSeries:
                 series = self.groups[group] = {name: _ring() for name in GROUP_SERIES}
             for name, value in values.items():
                 series[name][at] = value
-        self._last = (now, figures.put, figures.got, puts, gets)
+        self._last = (now, figures.put, figures.got, puts, gets, topic_gets)
         self.taken += 1
 
     # -- reading ----------------------------------------------------------------------------------------
@@ -115,11 +116,12 @@ class BrokerSeries:
 
     def topic(self, b: ReadModel, topic: str) -> dict[str, Any]:
         order = self._order()
-        ring = self.topics.get(topic)
-        tracked = ring is not None or len(self.topics) < MAX_TOPICS
-        values = self._values(ring, order) if ring is not None else [0.0 if tracked else None] * len(order)
-        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(), "tracked": tracked, "series": {"put": values},
-                "events": self.events(b, None)}
+        rings = self.topics.get(topic)
+        tracked = rings is not None or len(self.topics) < MAX_TOPICS
+        out = {name: (self._values(rings[name], order) if rings is not None else
+                      [0.0 if tracked else None] * len(order)) for name in TOPIC_SERIES}
+        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(),
+                "tracked": tracked, "series": out, "events": self.events(b, None)}
 
     def group(self, b: ReadModel, group: str) -> dict[str, Any]:
         order = self._order()
@@ -127,8 +129,8 @@ class BrokerSeries:
         tracked = series is not None or len(self.groups) < MAX_GROUPS
         out = {name: (self._values(series[name], order) if series is not None else
                       [0.0 if tracked else None] * len(order)) for name in GROUP_SERIES}
-        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(), "tracked": tracked, "series": out,
-                "events": self.events(b, group)}
+        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(),
+                "tracked": tracked, "series": out, "events": self.events(b, group)}
 
     def events(self, b: ReadModel, group: str | None) -> list[dict[str, Any]]:
         """What to mark within the kept window: a group's resets and corrections and its clients joining and

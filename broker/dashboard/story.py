@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol.message import MessageExt
-from rocketmq_emulator.protocol.topics import dlq_topic, pop_retry_topic, retry_topic
+from rocketmq_emulator.protocol.topics import TRANS_HALF_TOPIC, dlq_topic, pop_retry_topic, retry_topic
 
 from . import views
 
@@ -39,8 +39,10 @@ def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]
     producer = f"producer group {props['PGROUP']}, " if props.get("PGROUP") else ""  # (a transaction's says it)
     step(msg.born_timestamp, "sent", f"{producer}from {msg.born_host}:{msg.born_port}")
     if props.get("TRAN_MSG") == "true":
-        step(msg.born_timestamp, "transaction", "sent as a transaction's half message; stored in its topic when "
-                                                "the transaction was committed")
+        for half in (b.messages_by_key(TRANS_HALF_TOPIC, uniq, 4) if b.topic(TRANS_HALF_TOPIC) else []):
+            step(half.store_timestamp, "transaction prepared", f"its half message stored ({TRANS_HALF_TOPIC} offset "
+                                                               f"{half.queue_offset}), invisible until committed")
+        step(msg.store_timestamp, "transaction committed", "the message stored in its topic, visible to consumers")
     if props.get("DELAY") and props.get("DELAY") != "0":
         step(msg.born_timestamp, "delayed", f"delay level {props['DELAY']}")
     if props.get("TIMER_DELIVER_MS"):
@@ -68,7 +70,9 @@ def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]
 def _group_story(b: ReadModel, msg: MessageExt, uniq: str, group: str, recorded: list[Any] | None,
                  step: Any) -> None:
     for d in recorded or ():
-        if d.group == group:
+        if d.group == group and d.kind == "ack":
+            step(d.time_ms, "acked", f"by {d.client}", group)
+        elif d.group == group:
             step(d.time_ms, "delivered", f"{d.kind} by {d.client}" + (f", attempt {d.attempt}" if d.attempt else ""),
                  group)
     for e in b.offset_history(group, msg.topic, msg.queue_id):
@@ -85,7 +89,9 @@ def _group_story(b: ReadModel, msg: MessageExt, uniq: str, group: str, recorded:
             what = "dead-lettered" if kind == "dead-lettered" else f"retry {copy.reconsume_times}"
             step(copy.store_timestamp, what, f"a copy in {t} queue {copy.queue_id} offset {copy.queue_offset}", group)
             for d in b.deliveries(t, copy.queue_id, copy.queue_offset) or ():
-                if d.group == group:
+                if d.group == group and d.kind == "ack":
+                    step(d.time_ms, "acked", f"by {d.client} (the copy in {t})", group)
+                elif d.group == group:
                     step(d.time_ms, "delivered", f"{d.kind} by {d.client}, attempt {copy.reconsume_times + 1} "
                                                  f"(the copy in {t})", group)
 

@@ -21,7 +21,7 @@ class Delivery(NamedTuple):
     first: int  # the first queue offset delivered (a pull: the offset it read from)
     end: int  # after the last one (a pull: its next begin offset; the tag filter may have skipped some between)
     client: str  # the client id, else its address
-    kind: str  # pull, pop
+    kind: str  # pull, pop, ack (a popped message acked)
     attempt: int = 0  # a pop: the delivery attempt (reconsume times + 1)
 
 
@@ -35,6 +35,6 @@ class DeliveryLog:
                                         kind, attempt))
 
     def of(self, topic: str, queue_id: int, offset: int) -> list[Delivery]:
-        """The deliveries that handed out (or, a pull, read past) this queue offset, oldest first."""
+        """The deliveries that handed out (or, a pull, read past) this queue offset, and its acks, oldest first."""
         return [d for d in self.deliveries
                 if d.topic == topic and d.queue_id == queue_id and d.first <= offset < d.end]

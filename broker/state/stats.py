@@ -218,6 +218,14 @@ class BrokerStatsManager:
         """Messages put since start, by topic."""
         return {topic: item.value for topic, item in self._topic_put.items()}
 
+    def topic_get_counts(self) -> dict[str, int]:
+        """Messages pulled since start, by topic (its groups together)."""
+        out: dict[str, int] = {}
+        for key, item in self._group_get.items():
+            topic = key.partition("@")[0]
+            out[topic] = out.get(topic, 0) + item.value
+        return out
+
     def group_get_counts(self) -> dict[str, int]:
         """Messages pulled since start, by group (its topics together)."""
         out: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """A message's story (broker/dashboard/story.py) through the dashboard's JSON API on a running emulator: a POP
 group's delivery with its attempt, the trace records a 4.x client with `enableMsgTrace` writes to the trace topic
-(TraceDataEncoder's format), a reset of its queue; a story is only recorded while the dashboard runs; bad ids are
+(TraceDataEncoder's format), a reset of its queue, a committed transaction's half message; a story is only recorded while the dashboard runs; bad ids are
 404s."""
 
 from __future__ import annotations
@@ -79,3 +79,22 @@ async def test_without_the_dashboard_no_delivery_is_recorded(tmp_path) -> None:
     cfg = emulator_config(namesrv_port=0, listen_port=0, topics="Told:1", store_path_root_dir=str(tmp_path / "s"))
     async with Emulator(cfg) as emulator:
         assert all(b.delivery_log is None for b in emulator.brokers)
+
+
+async def test_a_committed_transactions_story_has_its_half_message(emu: Emulator) -> None:
+    from rocketmq_emulator.client import LocalTransactionState, Message, TransactionProducer
+    async with TransactionProducer("story-tx", namesrv=emu.namesrv_addr) as producer, \
+            aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http:
+        sent = await producer.send_message_in_transaction(
+            Message("Told", b"paid", keys=["order-9"]), lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE)
+        s = None
+        for _ in range(50):  # the commit (END_TRANSACTION) is sent after the answer: 404 until it is stored
+            async with http.get(f"/api/messages/{sent.msg_id}/story?topic=Told") as r:
+                if r.status == 200:
+                    s = await r.json()
+                    break
+            await asyncio.sleep(0.05)
+    assert s is not None, "the committed message never appeared"
+    whats = [step["what"] for step in s["steps"]]
+    assert whats[:3] == ["sent", "transaction prepared", "transaction committed"], whats
+    assert s["steps"][0]["detail"].startswith("producer group story-tx, from "), s["steps"][0]

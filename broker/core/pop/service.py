@@ -297,6 +297,9 @@ class PopService:
         if ck is None or handle.offset in ck.acked:
             return False
         ck.acked.add(handle.offset)
+        log = self.broker.delivery_log
+        if log is not None:  # (only while the dashboard runs: a message's story)
+            log.add(group, ck.topic, ck.queue_id, handle.offset, handle.offset + 1, "a POP consumer", "ack")
         if ck.order:  # before it may go: its end offset counts
             self._order_progress((ck.group, ck.topic, ck.queue_id))
         if ck.pending():

@@ -233,7 +233,7 @@ pages.topic = async (name) => {
   return async () => {
     const t = await api(`/api/topics/${encodeURIComponent(name)}`);
     const series = await api(`/api/series/topics/${encodeURIComponent(name)}`);
-    $("#data").innerHTML = chart("chart-topic", "messages put per second", series, ["put"]) + table("queues", [
+    $("#data").innerHTML = chart("chart-topic", "messages put and pulled per second", series, ["put", "get"]) + table("queues", [
       {title: "queue", key: "queueId", num: 1}, {title: "min offset", key: "minOffset", num: 1},
       {title: "max offset", key: "maxOffset", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}], t.queues,
