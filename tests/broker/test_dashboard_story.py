@@ -1,5 +1,5 @@
 """A message's story (broker/dashboard/story.py) through the dashboard's JSON API on a running emulator: a POP
-group's delivery with its attempt, the trace records a 4.x client with `enableMsgTrace` writes to the trace topic
+group's delivery with its attempt and its ack, the trace records a 4.x client with `enableMsgTrace` writes to the trace topic
 (TraceDataEncoder's format), a reset of its queue, a committed transaction's half message; a story is only recorded while the dashboard runs; bad ids are
 404s."""
 
@@ -15,7 +15,8 @@ from rocketmq_emulator.broker.emulator import Emulator
 from rocketmq_emulator.broker.settings import emulator_config
 from rocketmq_emulator.client import Admin, Producer
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode
-from rocketmq_emulator.protocol.pop_headers import PopMessageRequestHeader
+from rocketmq_emulator.protocol.message import decode_messages
+from rocketmq_emulator.protocol.pop_headers import PROPERTY_POP_CK, AckMessageRequestHeader, PopMessageRequestHeader
 from rocketmq_emulator.protocol.transport import RemotingConnection
 
 
@@ -51,6 +52,11 @@ async def test_a_pop_delivery_trace_records_and_a_reset_are_in_the_story(emu: Em
                     consumer_group="PopReaders", topic="Told", queue_id=-1, max_msg_nums=1, invisible_time=60_000,
                     poll_time=0, born_time=now, init_mode=0).to_ext()), timeout=5)
             assert answer.code == 0, answer.remark
+            popped = decode_messages(answer.body)[0]
+            acked = await conn.invoke(RemotingCommand.request(RequestCode.ACK_MESSAGE, AckMessageRequestHeader(
+                consumer_group="PopReaders", topic="Told", queue_id=popped.queue_id,
+                extra_info=popped.properties[PROPERTY_POP_CK], offset=popped.queue_offset).to_ext()), timeout=5)
+            assert acked.code == 0, acked.remark
         finally:
             conn.close()
         await admin.reset_offset("Tracers", "Told", 0)
@@ -61,11 +67,13 @@ async def test_a_pop_delivery_trace_records_and_a_reset_are_in_the_story(emu: Em
     assert whats[:2] == [("sent", None), ("stored", None)]
     popped = [step for step in s["steps"] if step["what"] == "delivered" and step["group"] == "PopReaders"]
     assert len(popped) == 1 and popped[0]["detail"] == "pop by a POP consumer, attempt 1", s["steps"]
+    assert ("acked", "PopReaders") in whats and whats.index(("acked", "PopReaders")) > whats.index(
+        ("delivered", "PopReaders")), whats
     traced = [step for step in s["steps"] if step["what"] == "traced: sent"]
     assert len(traced) == 1 and traced[0]["t"] == now and "offsetMsgId " + sent.offset_msg_id in traced[0]["detail"]
     assert ("offset reset", "Tracers") in whats, whats
     assert [step["t"] for step in s["steps"]] == sorted(step["t"] for step in s["steps"])
-    assert {n["group"]: n["where"] for n in s["now"]}["PopReaders"] == "in flight"
+    assert {n["group"]: n["where"] for n in s["now"]}["PopReaders"] == "consumed"
 
 
 async def test_bad_ids_are_404s(emu: Emulator) -> None:
