@@ -1,6 +1,8 @@
-"""A message's story for the dashboard: its life in order, from the broker's own records. Sent (producer group,
-born host and time; a transaction's half message, a delay level, a 5.x timer), stored (topic, queue, offset,
-store time), then for each consumer group with offsets in its topic or that was handed it: each delivery (pull or
+"""A message's story for the dashboard: its life in order, from the broker's own records. Sent (born host and
+time; the producer group when the message carries it, as a transaction's does: a broker does not store the
+sender's group or client with a message, RocketMQ's neither, so they come from trace records when the client sends
+traces), a transaction's half message and its commit, a delayed or timed message's first store in the delay or
+timer topic, stored (topic, queue, offset, store time), then for each consumer group with offsets in its topic or that was handed it: each delivery (pull or
 POP, client, time, attempt; broker/state/delivery_log.py, recorded while the dashboard runs), each retry (its copy
 in the group's retry topic and that copy's deliveries), the dead-letter queue, the offset commits and resets of its
 queue that passed it, and where it is now for the group (views.where). Clients that send traces (4.x
@@ -12,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol.message import MessageExt
-from rocketmq_emulator.protocol.topics import TRANS_HALF_TOPIC, dlq_topic, pop_retry_topic, retry_topic
+from rocketmq_emulator.protocol.topics import (SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, dlq_topic, pop_retry_topic,
+                                              retry_topic)
 
 from . import views
 
@@ -43,12 +46,20 @@ def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]
             step(half.store_timestamp, "transaction prepared", f"its half message stored ({TRANS_HALF_TOPIC} offset "
                                                                f"{half.queue_offset}), invisible until committed")
         step(msg.store_timestamp, "transaction committed", "the message stored in its topic, visible to consumers")
-    if props.get("DELAY") and props.get("DELAY") != "0":
-        step(msg.born_timestamp, "delayed", f"delay level {props['DELAY']}")
-    if props.get("TIMER_DELIVER_MS"):
-        step(msg.born_timestamp, "timer", f"to be delivered at {props['TIMER_DELIVER_MS']} (epoch ms)")
+    if props.get("REAL_TOPIC") or props.get("DELAY", "0") != "0" or props.get("TIMER_DELIVER_MS"):
+        # a delayed or timed message was stored first in the delay or timer topic, then again in its own when due
+        for parked_topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
+            for parked in (b.messages_by_key(parked_topic, uniq, 8) if b.topic(parked_topic) else []):
+                if parked.properties.get("REAL_TOPIC") != msg.topic:
+                    continue  # (a retry's parked copy: its group's story tells it)
+                level = parked.properties.get("DELAY", "0")
+                how = f"delay level {level}" if level != "0" else \
+                    f"a timer to {parked.properties.get('TIMER_DELIVER_MS')} (epoch ms)"
+                step(parked.store_timestamp, "stored, delayed", f"{how}: in {parked_topic} queue "
+                                                                 f"{parked.queue_id} offset {parked.queue_offset}")
+    due = " (due: delivered to its topic)" if props.get("REAL_TOPIC") else ""
     step(msg.store_timestamp, "stored", f"{msg.topic} queue {msg.queue_id} offset {msg.queue_offset} (commit log "
-                                        f"offset {msg.commit_log_offset}, {msg.store_host}:{msg.store_port})")
+                                        f"offset {msg.commit_log_offset}, {msg.store_host}:{msg.store_port}){due}")
     recorded = b.deliveries(msg.topic, msg.queue_id, msg.queue_offset)
     groups = set(b.groups_of_topic(msg.topic)) | {d.group for d in recorded or ()}
     for group in sorted(groups):

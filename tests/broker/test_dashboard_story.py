@@ -106,3 +106,23 @@ async def test_a_committed_transactions_story_has_its_half_message(emu: Emulator
     whats = [step["what"] for step in s["steps"]]
     assert whats[:3] == ["sent", "transaction prepared", "transaction committed"], whats
     assert s["steps"][0]["detail"].startswith("producer group story-tx, from "), s["steps"][0]
+
+
+async def test_a_delayed_messages_story_has_its_first_store_in_the_delay_topic(emu: Emulator) -> None:
+    from rocketmq_emulator.client import Message
+    async with Producer("story-delay", namesrv=emu.namesrv_addr) as producer, \
+            Admin(emu.namesrv_addr) as admin, \
+            aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http:
+        sent = await producer.send_message(Message("Told", b"later", delay_level=1))  # 1 s
+        await admin.advance_time(2)
+        s = None
+        for _ in range(60):  # delivered to Told when due
+            async with http.get(f"/api/messages/{sent.msg_id}/story?topic=Told") as r:
+                if r.status == 200:
+                    s = await r.json()
+                    break
+            await asyncio.sleep(0.05)
+    assert s is not None, "the delayed message never reached its topic"
+    whats = [step["what"] for step in s["steps"]]
+    assert whats[:3] == ["sent", "stored, delayed", "stored"], whats
+    assert s["steps"][1]["detail"].startswith("delay level 1: in SCHEDULE_TOPIC_XXXX queue 0"), s["steps"][1]
