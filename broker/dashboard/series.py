@@ -20,6 +20,8 @@ import time
 from array import array
 from typing import TYPE_CHECKING, Any
 
+from . import views  # (a group's offsets counted as its page's table counts them)
+
 if TYPE_CHECKING:
     from ..core.read_model import ReadModel
 
@@ -55,8 +57,6 @@ class BrokerSeries:
     # -- sampling ---------------------------------------------------------------------------------------
     def sample(self, b: ReadModel, now_ms: float | None = None) -> None:
         """Take one sample of `b` (rates since the previous sample; the first sample has none)."""
-        from . import views  # (the group page's offsets, counted the same way)
-
         now = time.time() * 1000 if now_ms is None else now_ms
         at = self.taken % KEEP
         self.times[at] = now
