@@ -260,7 +260,7 @@ class MessagingService(ClientSessions):
         """ReceiveMessageActivity: a status, the messages, and always the delivery timestamp last."""
         try:
             s = self.session(context)
-            pop_request, b = self._pop_request(request, context)
+            pop_request, b = self._pop_request(request, context, s.client_id)
             result = await b.write.pop_service.pop(pop_request) if pop_request.max_msgs > 0 else None
         except Exception as exc:  # noqa: BLE001
             yield v2.ReceiveMessageResponse(status=_status_of(exc))
@@ -283,7 +283,8 @@ class MessagingService(ClientSessions):
             yield v2.ReceiveMessageResponse(message=message)
         yield v2.ReceiveMessageResponse(delivery_timestamp=cv.timestamp(result.pop_time))
 
-    def _pop_request(self, request: pb.ReceiveMessageRequest, context: Any) -> tuple[PopRequest, BrokerFront]:
+    def _pop_request(self, request: pb.ReceiveMessageRequest, context: Any, client: str
+                     ) -> tuple[PopRequest, BrokerFront]:
         poll = cv.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") \
             else DEFAULT_LONG_POLLING_MS
         poll = min(max(poll, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
@@ -320,7 +321,7 @@ class MessagingService(ClientSessions):
         # the proxy pops every queue of the broker the request names, whatever its queue id (a SimpleConsumer
         # names a queue of the route)
         return PopRequest(group, topic, invisible, -1, batch, poll, 1, tags, record_filter,
-                          bool(getattr(cfg, "consume_message_orderly", False))), b
+                          bool(getattr(cfg, "consume_message_orderly", False)), client), b
 
     def _handle(self, text: str) -> tuple[ReceiptHandle, BrokerFront]:
         if len(text.split(" ")) < 8:
@@ -342,7 +343,7 @@ class MessagingService(ClientSessions):
                 try:
                     handle = self._latest_handle(s, request.group.name, e.message_id, e.receipt_handle)
                     _, b = self._handle(handle)
-                    b.write.pop_service.ack(request.group.name, request.topic.name, handle)
+                    b.write.pop_service.ack(request.group.name, request.topic.name, handle, s.client_id)
                     st = named(C.OK)
                 except Exception as exc:  # noqa: BLE001
                     st = _status_of(exc)

@@ -51,7 +51,8 @@ class PopMessageProcessor:
                                                               "pollTime not negative")
         tags, record_filter = self.broker.consume_core.filters(h.exp_type, h.exp)
         result = await pop.pop(PopRequest(h.consumer_group, h.topic, h.invisible_time, h.queue_id, h.max_msg_nums,
-                                          h.poll_time, h.init_mode, tags, record_filter, bool(h.order)))
+                                          h.poll_time, h.init_mode, tags, record_filter, bool(h.order),
+                                          conn.attributes.get("client_id") or conn.peer))
         header = PopMessageResponseHeader(pop_time=result.pop_time, invisible_time=result.invisible_ms,
                                           rest_num=result.rest_num).to_ext()
         if not result.messages:
@@ -61,7 +62,8 @@ class PopMessageProcessor:
 
     def ack_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext(req.ext_fields)
-        self.broker.pop_service.ack(h.consumer_group, h.topic, h.extra_info)
+        self.broker.pop_service.ack(h.consumer_group, h.topic, h.extra_info,
+                                    conn.attributes.get("client_id") or conn.peer)
         return RemotingCommand.response_to(req)
 
     def batch_ack_message(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
@@ -78,7 +80,7 @@ class PopMessageProcessor:
                     if offset in ck.offsets:
                         pop.ack(ack.consumer_group, ack.topic, ReceiptHandle(
                             ck.ck_id, ck.pop_time, ck.invisible_time, retry, body.broker_name, ck.queue_id,
-                            offset).encode())
+                            offset).encode(), conn.attributes.get("client_id") or conn.peer)
         return RemotingCommand.response_to(req)
 
     def change_invisible_time(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:

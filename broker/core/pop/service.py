@@ -53,6 +53,7 @@ class PopRequest:
     tag_codes: frozenset[int] | None = None
     record_filter: Callable[[bytes], bool] | None = None
     order: bool = False
+    client: str = ""  # who pops (a client id, else its address): the dashboard's message story
 
 
 @dataclass(slots=True)
@@ -212,7 +213,7 @@ class PopService:
                                        queue_id, queue_offset)
                 out.messages.append(PoppedMessage(msg, handle, msg.reconsume_times + 1))
                 if log is not None:  # (only while the dashboard runs)
-                    log.add(req.group, topic, queue_id, queue_offset, queue_offset + 1, "a POP consumer",
+                    log.add(req.group, topic, queue_id, queue_offset, queue_offset + 1, req.client or "a POP consumer",
                             "pop", msg.reconsume_times + 1)
         if got.next_begin_offset > offset:
             self.broker.consumer_offset_manager.commit_offset("pop", req.group, topic, queue_id,
@@ -291,15 +292,16 @@ class PopService:
             return handle, None
         return handle, ck
 
-    def ack(self, group: str, topic: str, handle_text: str) -> bool:
-        """Ack one popped message. False: the handle names nothing in flight (acked, revived or superseded)."""
+    def ack(self, group: str, topic: str, handle_text: str, client: str = "") -> bool:
+        """Ack one popped message (`client`: who acks, for the dashboard's message story). False: the handle
+        names nothing in flight (acked, revived or superseded)."""
         handle, ck = self._find(group, topic, handle_text)
         if ck is None or handle.offset in ck.acked:
             return False
         ck.acked.add(handle.offset)
         log = self.broker.delivery_log
         if log is not None:  # (only while the dashboard runs: a message's story)
-            log.add(group, ck.topic, ck.queue_id, handle.offset, handle.offset + 1, "a POP consumer", "ack")
+            log.add(group, ck.topic, ck.queue_id, handle.offset, handle.offset + 1, client or "a POP consumer", "ack")
         if ck.order:  # before it may go: its end offset counts
             self._order_progress((ck.group, ck.topic, ck.queue_id))
         if ck.pending():
