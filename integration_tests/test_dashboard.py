@@ -59,6 +59,15 @@ def rows(page, table: str) -> list[dict[str, str]]:  # noqa: ANN001
         "trs => trs.map(tr => Object.fromEntries([...tr.cells].map(td => [td.dataset.col, td.innerText.trim()])))")
 
 
+def shot(page, name: str) -> None:  # noqa: ANN001
+    """The docs' pictures come from these tests: with ROCKETMQ_EMULATOR_SCREENSHOTS=DIR each test writes the page
+    it has just checked to DIR/NAME.png (docs/dashboard/screenshots.py runs them with DIR docs/dashboard)."""
+    import os
+    where = os.environ.get("ROCKETMQ_EMULATOR_SCREENSHOTS")
+    if where:
+        page.screenshot(path=str(Path(where) / f"{name}.png"))
+
+
 def numbers(texts: list[str]) -> list[int]:
     return [int(t.replace(",", "")) for t in texts if t.replace(",", "").isdigit()]
 
@@ -90,6 +99,7 @@ def test_topic_and_group_pages_show_the_admin_commands_numbers_and_a_reset_from_
             assert max_offsets == [q["maxOffset"] for q in sorted(status, key=lambda q: q["queueId"])], \
                 (max_offsets, status)
             assert sum(max_offsets) == 12
+            shot(page, "topic")
 
             progress = cli_json("consumerProgress", "-n", ns, "-g", "billing")
             page.goto(url + "#/group/billing")
@@ -100,11 +110,20 @@ def test_topic_and_group_pages_show_the_admin_commands_numbers_and_a_reset_from_
                 "none yet", "0")), int(r["diff"])) for r in rows(page, "progress")}
             assert shown == {(o["topic"], o["queueId"]): (o["consumerOffset"], o["diff"]) for o in progress["offsets"]}
             assert numbers(cells(page, "progress", "diff"))[-1] == progress["diffTotal"] == 0  # the total row
+            shot(page, "group")
 
             # browse by key, from the messages page
+            page.goto(url + "#/topics")
+            page.wait_for_selector('[data-testid="topics"] a[href="#/topic/Orders"]')
+            shot(page, "topics")
+            page.goto(url + "#/")
+            page.wait_for_selector('[data-testid="brokers"]')
+            page.wait_for_selector('[data-testid="chart-broker"] svg path[data-series="put"]')
+            shot(page, "overview")
             page.goto(url + "#/messages?topic=Orders&key=order-7")
             page.wait_for_selector('[data-testid="messages"] td[data-col="keys"]')
             assert cells(page, "messages", "keys") == ["order-7"]
+            shot(page, "messages")
             page.locator('[data-testid="messages"] a').first.click()
             page.wait_for_selector('[data-testid="body"]')
             assert json.loads(page.locator('[data-testid="body"]').inner_text()) == {"order": 7}
@@ -243,6 +262,7 @@ def test_the_first_rounds_page_defects_are_gone(tmp_path):
             page.wait_for_function("document.querySelector('[data-testid=trace]').textContent.includes('<-')")
             text = page.inner_text('[data-testid="trace"]')
             assert not any(line.startswith("{") for line in text.splitlines()), text[:500]
+            shot(page, "trace")
         assert run_cli("admin", "advanceTime", "-n", ns, "-s", "61").returncode == 0  # revived: in its retry topic
         with urllib.request.urlopen(url + "api/groups/PopG", timeout=10) as answer:
             detail = json.loads(answer.read())
@@ -266,8 +286,7 @@ def test_charts_move_a_stopped_consumers_lag_rises_and_a_reset_is_marked(tmp_pat
     """A producer sends all along and the project's own consumer (`consume`, a subprocess) takes them: the group
     page's charts gain points every sample; once the consumer stops, the messages behind rise on the chart; a reset
     (admin resetOffsetByTime) appears as an event, the consumer's leaving too; the topic and overview charts show
-    the put rate. Screenshots go to ROCKETMQ_EMULATOR_SCREENSHOTS when set (docs/dashboard: the docs' pictures)."""
-    import os
+    the put rate."""
     import signal
     import subprocess
     import threading
@@ -276,7 +295,6 @@ def test_charts_move_a_stopped_consumers_lag_rises_and_a_reset_is_marked(tmp_pat
     broker = launch_emulator(tmp_path / "emu", "--topic", "Charts:2", "--dashboard-sample-seconds", "0.5",
                              dashboard=True)
     stop_producing = threading.Event()
-    shots = os.environ.get("ROCKETMQ_EMULATOR_SCREENSHOTS")
 
     def producing() -> None:
         async def go() -> None:
@@ -320,16 +338,14 @@ def test_charts_move_a_stopped_consumers_lag_rises_and_a_reset_is_marked(tmp_pat
             page.wait_for_selector('[data-testid="chart-lag"] g.event[data-kind="reset"]', timeout=30_000)
             title = page.text_content('[data-testid="chart-lag"] g.event[data-kind="reset"] title') or ""
             assert "reset: Charts queue" in title, title
-            if shots:
-                page.screenshot(path=str(Path(shots) / "group-charts.png"))
+            shot(page, "group-charts")
 
             page.goto(url + "#/topic/Charts")
             page.wait_for_function("Number(document.querySelector('[data-testid=chart-topic]')?.dataset.points) >= 2")
             page.wait_for_function("Number(document.querySelector('[data-testid=chart-topic] .key')?.dataset.last) > 0")
             page.goto(url + "#/")
             page.wait_for_selector('[data-testid="chart-broker"] svg path[data-series="put"]')
-            if shots:
-                page.screenshot(path=str(Path(shots) / "overview-charts.png"))
+            shot(page, "overview-charts")
     finally:
         stop_producing.set()
         if consumer.poll() is None:
@@ -375,7 +391,6 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
     """A consumer (the project's asyncio client) answers RECONSUME_LATER twice, then consumes: the message's story
     page lists it sent, stored, delivered, then each retry (its copy in the retry topic) and its delivery, in order,
     with the offset commit that passed it; the message page links to it."""
-    import os
     import threading
 
     from rocketmq_emulator.client import FIRST_OFFSET, ConsumeResult, PushConsumer
@@ -440,8 +455,6 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
             now = cells(page, "story-now", "detail")
             assert "consumed" in cells(page, "story-now", "where"), now
             assert not [d for d in now if "waiting for its retry" in d], now  # both retries were delivered
-            shots = os.environ.get("ROCKETMQ_EMULATOR_SCREENSHOTS")
-            if shots:
-                page.screenshot(path=str(Path(shots) / "story.png"))
+            shot(page, "story")
     finally:
         broker.stop()
