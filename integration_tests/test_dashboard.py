@@ -435,8 +435,12 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
         assert attempts == [0, 1, 2]
         url = broker.dashboard_url
         with browser_page() as page:
-            page.goto(url + "#/messages?topic=Stories")
+            page.goto(url + "#/story")  # by its key: the messages with it, each with its story
+            page.fill('#story input[name="topic"]', "Stories")
+            page.fill('#story input[name="key"]', "order-0")
+            page.click("#story button")
             page.wait_for_selector('[data-testid="messages"] a[href^="#/story/"]')
+            assert cells(page, "messages", "keys") == ["order-0"]
             page.click('[data-testid="messages"] a[href^="#/story/"]')
             page.wait_for_selector('[data-testid="story"]')
             page.wait_for_function("document.querySelectorAll('[data-testid=story] td[data-col=what]').length >= 8")

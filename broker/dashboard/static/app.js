@@ -434,8 +434,13 @@ pages.story = async (id, params) => {
   const topic = new URLSearchParams(params || "").get("topic") || "";
   page.innerHTML = `<h2>The story of message ${esc(id)}</h2>
     <form id="story"><label>message id (offset id, or unique key with the topic) <input name="msgId" size="40" value="${esc(id)}"></label>
-      <label>topic <input name="topic" value="${esc(topic)}"></label><button>Show</button></form><div id="data"></div>`;
-  bindForm("#story", async d => { location.hash = `#/story/${encodeURIComponent(d.msgId)}?topic=${encodeURIComponent(d.topic)}`; });
+      <label>topic <input name="topic" value="${esc(topic)}"></label>
+      <label>or its key (with the topic: the messages with it, each with its story) <input name="key"></label>
+      <button>Show</button></form><div id="data"></div>`;
+  bindForm("#story", async d => {
+    location.hash = d.key ? `#/messages?topic=${encodeURIComponent(d.topic)}&key=${encodeURIComponent(d.key)}`
+                          : `#/story/${encodeURIComponent(d.msgId)}?topic=${encodeURIComponent(d.topic)}`;
+  });
   if (!id) return null;
   return async () => {
     const s = await api(`/api/messages/${encodeURIComponent(id)}/story?topic=${encodeURIComponent(topic)}`);
