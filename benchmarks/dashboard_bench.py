@@ -6,6 +6,10 @@
 * send throughput (SEND_MESSAGE_V2, 100 B, 64 in flight on one connection: broker_bench's driver, which saturates
   the broker) with no page open and with a topic's page
   open in chromium, refreshing every second; the cases alternate (A B B A ...), medians compared (target ≥ 0.95×);
+* the control: the browser busy on a blank page that asks the broker nothing (the cores' sharing alone);
+* the broker's own cost of an open page without a browser competing for the 2 cores: the topic page's requests
+  replayed (its data each second, its chart's series each sample), broker CPU per refresh and per message;
+* the broker's idle CPU with 1,000 topics and 1,000 groups while the dashboard samples for its charts;
 * each page's first paint with 1,000 topics and 1,000 groups: from navigation start to its data table in the
   page (`performance.now()` when the table appears), in Debian's chromium (testing/browser.py); target ≤ 300 ms.
 """
@@ -94,7 +98,41 @@ def main() -> None:
                 print(f"broker CPU per message: no page {without:.1f} us, page open {with_:.1f} us = "
                       f"{with_ / without:.2f}x (the browser's own CPU competes for this machine's 2 cores in the "
                       "throughput figure)")
+                # the control: the browser busy (a blank page burning about as much CPU as drawing the topic page)
+                # and asking the broker nothing, so only the sharing of the 2 cores moves the broker's figure
+                page.goto("about:blank")
+                page.evaluate("setInterval(() => { const t = performance.now(); while (performance.now() - t < 40) {} }"
+                              ", 100)")
+                busy = []
+                for _ in range(rounds):
+                    before = cpu_s(broker.pid)
+                    run(send_rate(addr, "Bench", n))
+                    busy.append((cpu_s(broker.pid) - before) / n * 1e6)
+                page.goto("about:blank")
+                busy_m = statistics.median(busy)
+                print(f"broker CPU per message with the browser busy on a blank page (no request to the broker): "
+                      f"{busy_m:.1f} us = {busy_m / without:.2f}x of no page")
+                # the broker's own cost of an open page, without a browser competing for the cores: the topic
+                # page's requests (its data every second, its chart's series every sample), replayed
+                import urllib.request
+                refreshes = 200
+                before = cpu_s(broker.pid)
+                for i in range(refreshes):
+                    for path in ("api/topics/Bench",) + (("api/series/topics/Bench",) if i % 5 == 0 else ()):
+                        with urllib.request.urlopen(url + path, timeout=10) as answer:
+                            answer.read()
+                per_refresh_ms = (cpu_s(broker.pid) - before) / refreshes * 1000
+                share = per_refresh_ms / 1000 / open_m * 1e6  # µs per message at the open-page rate, 1 refresh/s
+                print(f"broker CPU per page refresh (the topic page's requests replayed, no browser): "
+                      f"{per_refresh_ms:.2f} ms = {share:.4f} us per message at {open_m:,.0f} msg/s "
+                      f"({share / without * 100:.2f} % of the broker's {without:.1f} us)")
                 run(populate(ns, 1000, 1000))
+                time.sleep(1)
+                before, began = cpu_s(broker.pid), time.perf_counter()
+                time.sleep(10)  # idle with 1,000 topics and 1,000 groups: the charts' sampling is what runs
+                idle = (cpu_s(broker.pid) - before) / (time.perf_counter() - began) * 100
+                print(f"broker CPU idle with 1,000 topics and 1,000 groups, the dashboard sampling every 5 s: "
+                      f"{idle:.1f} % of a core")
                 pages = {"overview": ("#/", '[data-testid="brokers"]'),
                          "topics": ("#/topics", '[data-testid="topics"]'),
                          "topic": ("#/topic/bench-topic-0500", '[data-testid="queues"]'),

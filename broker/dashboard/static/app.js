@@ -113,6 +113,16 @@ const COLORS = {put: "#2563eb", get: "#16a34a", diff: "#dc2626", ready: "#d97706
 const LABELS = {put: "put/s", get: "got/s", diff: "behind", ready: "ready", inflight: "in flight"};
 const clock = ms => new Date(ms).toISOString().slice(11, 19);
 
+// A chart's data changes once a sample (every sampleSeconds): fetched again only then, not at every refresh.
+const seriesCache = new Map();  // url -> {at, data}
+async function series(path) {
+  const hit = seriesCache.get(path + broker);
+  if (hit && Date.now() - hit.at < (hit.data.sampleSeconds || 5) * 1000) return hit.data;
+  const data = await api(path);
+  seriesCache.set(path + broker, {at: Date.now(), data});
+  return data;
+}
+
 function chart(id, title, data, names) {
   const t = data.t || [];
   const last = n => { const v = (data.series[n] || []).filter(x => x !== null); return v.length ? v[v.length - 1] : null; };
@@ -161,8 +171,8 @@ pages.overview = async () => {
     const o = await api("/api/overview");
     readOnly = o.readOnly;
     document.body.classList.toggle("read-only", readOnly);
-    const series = await api("/api/series/overview");
-    $("#data").innerHTML = chart("chart-broker", "messages per second", series, ["put", "get"]) + `<div class="cards">
+    const data = await series("/api/series/overview");
+    $("#data").innerHTML = chart("chart-broker", "messages per second", data, ["put", "get"]) + `<div class="cards">
         <div class="card">cluster<b data-testid="cluster">${esc(o.cluster)}</b>name server ${esc(o.namesrv)}</div>
         <div class="card">brokers<b>${o.brokers.length}</b>${o.stoppedBrokers.length ? "stopped: " + esc(o.stoppedBrokers.join(", ")) : "all running"}</div>
         <div class="card">gRPC (5.x clients)<b>${esc(o.grpc || "off")}</b>wire trace: ${esc(o.trace || "off")}</div>
@@ -232,8 +242,8 @@ pages.topic = async (name) => {
   });
   return async () => {
     const t = await api(`/api/topics/${encodeURIComponent(name)}`);
-    const series = await api(`/api/series/topics/${encodeURIComponent(name)}`);
-    $("#data").innerHTML = chart("chart-topic", "messages put and pulled per second", series, ["put", "get"]) + table("queues", [
+    const data = await series(`/api/series/topics/${encodeURIComponent(name)}`);
+    $("#data").innerHTML = chart("chart-topic", "messages put and pulled per second", data, ["put", "get"]) + table("queues", [
       {title: "queue", key: "queueId", num: 1}, {title: "min offset", key: "minOffset", num: 1},
       {title: "max offset", key: "maxOffset", num: 1}, {title: "messages", key: "messages", num: 1},
       {title: "last stored", render: r => esc(fmtTime(r.lastStoreTime))}], t.queues,
@@ -344,12 +354,12 @@ pages.group = async (name) => {
   return async () => {
     const d = await api(`/api/groups/${g}`);
     const history = await api(`/api/groups/${g}/history`);
-    const series = await api(`/api/series/groups/${g}`);
+    const data = await series(`/api/series/groups/${g}`);
     $("#data").innerHTML = `<p>state: <b data-testid="group-state">${esc(d.state)}</b> · model: ${esc(d.messageModel)}
         · consume ${fmtNum(d.consumeTps)}/s${d.popInflight ? ` · popped, not acked: ${fmtNum(d.popInflight)}` : ""}
         ${d.note ? `<br><span class="muted">${esc(d.note)}</span>` : ""}</p>` +
-      chart("chart-lag", "messages behind, ready and in flight", series, ["diff", "ready", "inflight"]) +
-      chart("chart-get", "messages pulled per second", series, ["get"]) + `
+      chart("chart-lag", "messages behind, ready and in flight", data, ["diff", "ready", "inflight"]) +
+      chart("chart-get", "messages pulled per second", data, ["get"]) + `
       <h3>Clients</h3>` + (d.clients.length ? table("clients", [{title: "client id", key: "clientId"},
         {title: "address", key: "addr"}, {title: "language", key: "language"}, {title: "version", key: "version", num: 1},
         {title: "last heartbeat", render: r => esc(r.lastHeartbeatSecondsAgo + " s ago")}], d.clients)
