@@ -1,6 +1,6 @@
 """What the dashboard costs the broker, and how fast its pages show a big broker.
 
-    .venv/bin/python -m benchmarks.dashboard_bench            # 100,000 sends per round, 3 rounds per case
+    .venv/bin/python -m benchmarks.dashboard_bench            # 100,000 sends per round, 6 rounds per case
     .venv/bin/python -m benchmarks.dashboard_bench --quick    # 20,000, 1 round
 
 * send throughput (SEND_MESSAGE_V2, 100 B, 64 in flight on one connection: broker_bench's driver, which saturates
@@ -68,7 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    n, rounds = (20000, 1) if args.quick else (100000, 3)
+    n, rounds = (20000, 1) if args.quick else (100000, 6)  # (a round is half a second: its CPU per message
+    # varies by about ±15 % between rounds on this 2-core machine, so 6 of each case)
     with tempfile.TemporaryDirectory() as tmp:
         broker = launch_emulator(Path(tmp), "--topic", "Bench:4", dashboard=True)
         try:
@@ -95,9 +96,9 @@ def main() -> None:
                       f"{open_m:,.0f} msg/s = {open_m / closed_m:.2f}x (rounds: {[round(x) for x in closed]} / "
                       f"{[round(x) for x in open_]})")
                 without, with_ = statistics.median(cpu[False]), statistics.median(cpu[True])
-                print(f"broker CPU per message: no page {without:.1f} us, page open {with_:.1f} us = "
-                      f"{with_ / without:.2f}x (the browser's own CPU competes for this machine's 2 cores in the "
-                      "throughput figure)")
+                spread = {k: f"{min(v):.1f}-{max(v):.1f}" for k, v in cpu.items()}
+                print(f"broker CPU per message: no page {without:.1f} us (rounds {spread[False]}), page open "
+                      f"{with_:.1f} us (rounds {spread[True]}) = {with_ / without:.2f}x")
                 # the control: the browser busy (a blank page burning about as much CPU as drawing the topic page)
                 # and asking the broker nothing, so only the sharing of the 2 cores moves the broker's figure
                 page.goto("about:blank")
@@ -111,7 +112,7 @@ def main() -> None:
                 page.goto("about:blank")
                 busy_m = statistics.median(busy)
                 print(f"broker CPU per message with the browser busy on a blank page (no request to the broker): "
-                      f"{busy_m:.1f} us = {busy_m / without:.2f}x of no page")
+                      f"{busy_m:.1f} us (rounds {min(busy):.1f}-{max(busy):.1f}) = {busy_m / without:.2f}x of no page")
                 # the broker's own cost of an open page, without a browser competing for the cores: the topic
                 # page's requests (its data every second, its chart's series every sample), replayed
                 import urllib.request
