@@ -118,13 +118,9 @@ class ReadModel:
         """Messages put so far, by topic (the statistics' TOPIC_PUT_NUMS, since start)."""
         return self._b.stats.topic_put_counts()
 
-    def topic_get_counts(self) -> dict[str, int]:
-        """Messages pulled so far, by topic, its groups together (GROUP_GET_NUMS, since start)."""
-        return self._b.stats.topic_get_counts()
-
-    def get_counts(self) -> dict[str, int]:
-        """Messages pulled so far, by group, all its topics together (GROUP_GET_NUMS, since start)."""
-        return self._b.stats.group_get_counts()
+    def get_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Messages pulled so far (GROUP_GET_NUMS, since start): (by topic, by group)."""
+        return self._b.stats.get_counts()
 
     def schedule_offset(self, queue_id: int) -> int:
         """How far the delay service has delivered the schedule topic's queue `queue_id` (delay level - 1; its

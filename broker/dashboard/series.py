@@ -61,7 +61,7 @@ class BrokerSeries:
         at = self.taken % KEEP
         self.times[at] = now
         figures = b.store_figures()
-        puts, gets, topic_gets = b.put_counts(), b.get_counts(), b.topic_get_counts()
+        puts, (topic_gets, gets) = b.put_counts(), b.get_counts()
         last = self._last
         seconds = (now - last[0]) / 1000 if last is not None else 0.0
 
@@ -109,28 +109,24 @@ class BrokerSeries:
         return [int(self.times[i]) for i in self._order()]
 
     def overview(self, b: ReadModel) -> dict[str, Any]:
-        order = self._order()
-        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(),
-                "series": {name: self._values(ring, order) for name, ring in self.broker.items()},
-                "events": self.events(b, None)}
+        return self._answer(b, self.broker, ("put", "get"), True, None)
 
     def topic(self, b: ReadModel, topic: str) -> dict[str, Any]:
-        order = self._order()
         rings = self.topics.get(topic)
-        tracked = rings is not None or len(self.topics) < MAX_TOPICS
-        out = {name: (self._values(rings[name], order) if rings is not None else
-                      [0.0 if tracked else None] * len(order)) for name in TOPIC_SERIES}
-        return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(),
-                "tracked": tracked, "series": out, "events": self.events(b, None)}
+        return self._answer(b, rings, TOPIC_SERIES, rings is not None or len(self.topics) < MAX_TOPICS, None)
 
     def group(self, b: ReadModel, group: str) -> dict[str, Any]:
+        rings = self.groups.get(group)
+        return self._answer(b, rings, GROUP_SERIES, rings is not None or len(self.groups) < MAX_GROUPS, group)
+
+    def _answer(self, b: ReadModel, rings: dict[str, array[float]] | None, names: tuple[str, ...], tracked: bool,
+                group: str | None) -> dict[str, Any]:
+        """The JSON of one chart: a series not started yet reads 0 (nothing happened), one not kept null."""
         order = self._order()
-        series = self.groups.get(group)
-        tracked = series is not None or len(self.groups) < MAX_GROUPS
-        out = {name: (self._values(series[name], order) if series is not None else
-                      [0.0 if tracked else None] * len(order)) for name in GROUP_SERIES}
+        series = {name: (self._values(rings[name], order) if rings is not None else
+                         [0.0 if tracked else None] * len(order)) for name in names}
         return {"sampleSeconds": self.sample_s, "keepSeconds": KEEP * self.sample_s, "t": self.window(),
-                "tracked": tracked, "series": out, "events": self.events(b, group)}
+                "tracked": tracked, "series": series, "events": self.events(b, group)}
 
     def events(self, b: ReadModel, group: str | None) -> list[dict[str, Any]]:
         """What to mark within the kept window: a group's resets and corrections and its clients joining and

@@ -218,21 +218,15 @@ class BrokerStatsManager:
         """Messages put since start, by topic."""
         return {topic: item.value for topic, item in self._topic_put.items()}
 
-    def topic_get_counts(self) -> dict[str, int]:
-        """Messages pulled since start, by topic (its groups together)."""
-        out: dict[str, int] = {}
-        for key, item in self._group_get.items():
-            topic = key.partition("@")[0]
-            out[topic] = out.get(topic, 0) + item.value
-        return out
-
-    def group_get_counts(self) -> dict[str, int]:
-        """Messages pulled since start, by group (its topics together)."""
-        out: dict[str, int] = {}
-        for key, item in self._group_get.items():
-            group = key.partition("@")[2]
-            out[group] = out.get(group, 0) + item.value
-        return out
+    def get_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Messages pulled since start: (by topic, its groups together; by group, its topics together)."""
+        by_topic: dict[str, int] = {}
+        by_group: dict[str, int] = {}
+        for key, item in self._group_get.items():  # keyed "topic@group"
+            topic, _, group = key.partition("@")
+            by_topic[topic] = by_topic.get(topic, 0) + item.value
+            by_group[group] = by_group.get(group, 0) + item.value
+        return by_topic, by_group
 
     def _new_counted(self, nums_name: str, size_name: str, key: str, table: dict[str, CountedItem]) -> CountedItem:
         item = table[key] = CountedItem()

@@ -34,6 +34,16 @@ async def story(http: aiohttp.ClientSession, msg_id: str, topic: str, status: in
         return await r.json()
 
 
+async def story_once_stored(http: aiohttp.ClientSession, msg_id: str) -> dict | None:
+    """The story of a message of Told that is not stored there yet (a 404 until it is), or None after 3 s."""
+    for _ in range(60):
+        async with http.get(f"/api/messages/{msg_id}/story?topic=Told") as r:
+            if r.status == 200:
+                return await r.json()
+        await asyncio.sleep(0.05)
+    return None
+
+
 async def test_a_pop_delivery_trace_records_and_a_reset_are_in_the_story(emu: Emulator) -> None:
     async with Producer("story-producer", namesrv=emu.namesrv_addr) as producer, \
             Admin(emu.namesrv_addr) as admin, \
@@ -99,13 +109,7 @@ async def test_a_committed_transactions_story_has_its_half_message(emu: Emulator
             aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http:
         sent = await producer.send_message_in_transaction(
             Message("Told", b"paid", keys=["order-9"]), lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE)
-        s = None
-        for _ in range(50):  # the commit (END_TRANSACTION) is sent after the answer: 404 until it is stored
-            async with http.get(f"/api/messages/{sent.msg_id}/story?topic=Told") as r:
-                if r.status == 200:
-                    s = await r.json()
-                    break
-            await asyncio.sleep(0.05)
+        s = await story_once_stored(http, sent.msg_id)  # (the commit, END_TRANSACTION, is sent after the answer)
     assert s is not None, "the committed message never appeared"
     whats = [step["what"] for step in s["steps"]]
     assert whats[:3] == ["sent", "transaction prepared", "transaction committed"], whats
@@ -119,13 +123,7 @@ async def test_a_delayed_messages_story_has_its_first_store_in_the_delay_topic(e
             aiohttp.ClientSession(f"http://127.0.0.1:{emu.dashboard.port}") as http:
         sent = await producer.send_message(Message("Told", b"later", delay_level=1))  # 1 s
         await admin.advance_time(2)
-        s = None
-        for _ in range(60):  # delivered to Told when due
-            async with http.get(f"/api/messages/{sent.msg_id}/story?topic=Told") as r:
-                if r.status == 200:
-                    s = await r.json()
-                    break
-            await asyncio.sleep(0.05)
+        s = await story_once_stored(http, sent.msg_id)  # (delivered to Told when due)
     assert s is not None, "the delayed message never reached its topic"
     whats = [step["what"] for step in s["steps"]]
     assert whats[:3] == ["sent", "stored, delayed", "stored"], whats
