@@ -125,6 +125,21 @@ def test_query_msg_trace_by_id_shows_the_send_and_the_consumption(world):
     assert re.search(rf"(?m)^Sub\s+{JAVA_GROUP}\s+\S+\s+{when}\s+\d+ms\s+success", out), out
 
 
+def test_a_traced_messages_story_has_the_java_clients_trace_records(world):
+    """The dashboard's message story reads the trace records the real Java 4.9.8 client writes with enableMsgTrace
+    (its AsyncTraceDispatcher's batches in RMQ_SYS_TRACE_TOPIC, other messages' records among them): this message's
+    send by the producer and its consumption by the group."""
+    from rocketmq_emulator.broker.core.read_model import ReadModel
+    from rocketmq_emulator.broker.dashboard.story import story
+    emu, first = world["emu"], world["sent"][0]
+    told = emu.call(lambda: story(ReadModel(emu.broker), first["msgId"], TOPIC))
+    traced = [(s["what"], s["group"]) for s in told["steps"] if s["what"].startswith("traced")]
+    assert ("traced: sent", JAVA_PRODUCER) in traced, traced
+    assert ("traced: consuming", JAVA_GROUP) in traced and ("traced: consumed", None) in traced, traced
+    assert all(first["msgId"] in s["detail"] for s in told["steps"] if s["what"] == "traced: sent"), told["steps"]
+    assert len([t for t in traced if t[0] == "traced: sent"]) == 1, traced  # not the batch's other messages
+
+
 def test_message_queries(world):
     out, first = world["out"], world["sent"][0]
     for name in ("byId", "byUnique", "byOffset"):

@@ -65,8 +65,11 @@ def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]
     for group in sorted(groups):
         _group_story(b, msg, uniq, group, recorded, step)
     if b.topic(TRACE_TOPIC) is not None:
+        ids = {msg.msg_id, msg.offset_msg_id, uniq}
         for trace in b.messages_by_key(TRACE_TOPIC, msg.msg_id, 64):
             for record in _trace_records(trace):
+                if record.get("msgId") not in ids:
+                    continue  # (a trace message carries a batch of records, of other messages too)
                 t = int(record.get("time") or trace.store_timestamp) if str(record.get("time", "")).isdigit() \
                     else trace.store_timestamp
                 what = {"Pub": "traced: sent", "SubBefore": "traced: consuming", "SubAfter": "traced: consumed"}
