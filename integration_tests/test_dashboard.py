@@ -393,7 +393,7 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
     with the offset commit that passed it; the message page links to it."""
     import threading
 
-    from rocketmq_emulator.client import FIRST_OFFSET, ConsumeResult, PushConsumer
+    from rocketmq_emulator.client import FIRST_OFFSET, ClientConfig, ConsumeResult, PushConsumer
     conf = tmp_path / "broker.conf"
     conf.write_text("messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s\n")
     broker = launch_emulator(tmp_path / "emu", "--topic", "Stories:1", "--config", str(conf), dashboard=True)
@@ -402,7 +402,8 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
 
     def consuming() -> None:
         async def go() -> None:
-            consumer = PushConsumer("StoryGroup", namesrv=broker.namesrv_addr, consume_from=FIRST_OFFSET)
+            consumer = PushConsumer("StoryGroup", consume_from=FIRST_OFFSET, config=ClientConfig(
+                namesrv=broker.namesrv_addr, persist_consumer_offset_interval=0.5))
             consumer.subscribe("Stories", "*")
 
             def handle(msg):  # noqa: ANN001, ANN202
@@ -416,7 +417,7 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
             try:
                 while not done.is_set():
                     await asyncio.sleep(0.1)
-                await asyncio.sleep(6)  # the offsets committed (every 5 s) before the consumer stops
+                await asyncio.sleep(1.2)  # the offsets committed (every 0.5 s here) before the consumer stops
             finally:
                 await consumer.stop()
         try:
