@@ -14,6 +14,7 @@ import pytest
 
 from rocketmq_emulator.client import FIRST_OFFSET, Producer, PullConsumer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand
+from rocketmq_emulator.protocol.topics import TRACE_TOPIC
 from rocketmq_emulator.testing.emulator_thread import EmulatorThread
 from rocketmq_emulator.testing.waits import wait_until
 
@@ -23,7 +24,6 @@ from .rawclient import RawClient
 TOPIC, COUNT = "JavaTopic", 16
 JAVA_GROUP, CPP_GROUP, PY_GROUP, PY_PULL_GROUP = "JavaGroup", "CppGroup", "PyGroup", "PyPullGroup"
 JAVA_PRODUCER, CPP_PRODUCER, PY_PRODUCER = "JavaProducer", "CppProducer", "PyProducer"
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 OFFLINE_ID = "127.0.0.9@offline"
 BODIES = {f"hello-java-{i}" for i in range(COUNT)}
 

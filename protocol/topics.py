@@ -23,6 +23,8 @@ OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 #: and the system group whose offsets are the check service's progress through the first two
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+#: where 4.x clients with message trace on (enableMsgTrace) write their trace records
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 #: RocketMQ's own consumer groups (MixAll.CID_RMQ_SYS_PREFIX): made on first use whatever
 #: autoCreateSubscriptionGroup says, refused to 5.x clients, left out of the dashboard's groups
@@ -37,7 +39,7 @@ TIMER_GROUP = SYSTEM_GROUP_PREFIX + "TIMER"
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
                                      TRANS_CHECK_MAX_TIME_TOPIC, "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, TIMER_TOPIC, "BenchmarkTest", TRANS_HALF_TOPIC,
-                           "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
+                           TRACE_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
                            "SELF_TEST_TOPIC", OFFSET_MOVED_EVENT})
 #: where request-reply replies of a cluster go: `<cluster>_REPLY_TOPIC` (MixAll.REPLY_TOPIC_POSTFIX)
 REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"

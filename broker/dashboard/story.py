@@ -14,20 +14,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.protocol.message import MessageExt
-from rocketmq_emulator.protocol.topics import (SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, dlq_topic, pop_retry_topic,
-                                              retry_topic)
+from rocketmq_emulator.protocol.topics import (SCHEDULE_TOPIC, TIMER_TOPIC, TRACE_TOPIC, TRANS_HALF_TOPIC, dlq_topic,
+                                              pop_retry_topic, retry_topic)
 
 from . import views
 
 if TYPE_CHECKING:
     from ..core.read_model import ReadModel
 
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 #: 4.x trace records (TraceDataEncoder): fields split by \x01, records by \x02
 _TRACE_FIELDS = {"Pub": ("type", "time", "region", "group", "topic", "msgId", "tags", "keys", "storeHost", "bodySize",
                          "costMs", "msgType", "offsetMsgId", "success"),
                  "SubBefore": ("type", "time", "region", "group", "requestId", "msgId", "retryTimes", "keys"),
                  "SubAfter": ("type", "requestId", "msgId", "costMs", "success", "keys")}
+_TRACED = {"Pub": "traced: sent", "SubBefore": "traced: consuming", "SubAfter": "traced: consumed"}
 
 
 def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]:
@@ -70,14 +70,12 @@ def story(b: ReadModel, msg_id: str, topic: str | None = None) -> dict[str, Any]
             for record in _trace_records(trace):
                 if record.get("msgId") not in ids:
                     continue  # (a trace message carries a batch of records, of other messages too)
-                t = int(record.get("time") or trace.store_timestamp) if str(record.get("time", "")).isdigit() \
-                    else trace.store_timestamp
-                what = {"Pub": "traced: sent", "SubBefore": "traced: consuming", "SubAfter": "traced: consumed"}
+                time_text = record.get("time", "")  # (SubAfter has none: the trace message's store time)
+                t = int(time_text) if time_text.isdigit() else trace.store_timestamp
                 detail = ", ".join(f"{k} {v}" for k, v in record.items() if k not in ("type", "time") and v)
-                step(t, what.get(record["type"], f"traced: {record['type']}"), detail, record.get("group"))
+                step(t, _TRACED[record["type"]], detail, record.get("group"))
     steps.sort(key=lambda s: s["t"])  # stable: what happened at one millisecond keeps its order
-    now = [{"group": group, **place} for group in sorted(groups)
-           for place in views.where(b, group, msg.offset_msg_id, msg.topic)["places"]]
+    now = [{"group": group, **place} for group in sorted(groups) for place in views.places_of(b, group, msg)]
     return {"message": views.message_view(msg), "recorded": recorded is not None, "steps": steps, "now": now}
 
 

@@ -283,9 +283,13 @@ def where(b: ReadModel, group: str, msg_id: str, topic: str | None = None) -> di
     if not group:
         raise Invalid("group is required")
     msg = find_message(b, msg_id, topic)
+    return {"message": message_view(msg), "group": group, "places": places_of(b, group, msg)}
+
+
+def places_of(b: ReadModel, group: str, msg: MessageExt) -> list[dict[str, Any]]:
+    """`where`'s places of a message already found."""
     uniq = msg.properties.get("UNIQ_KEY") or msg.msg_id
-    out: dict[str, Any] = {"message": message_view(msg), "group": group, "places": []}
-    places = out["places"]
+    places: list[dict[str, Any]] = []
     committed = b.committed_offset(group, msg.topic, msg.queue_id)
     pulled = b.pulled_offset(group, msg.topic, msg.queue_id)
     popped = {u.offset for u in b.unacked(group, msg.topic, msg.queue_id)}
@@ -317,4 +321,4 @@ def where(b: ReadModel, group: str, msg_id: str, topic: str | None = None) -> di
             due = parked.store_timestamp + (delays[level - 1] if 0 < level <= len(delays) else 0)
             places.append({"where": "in retry", "detail": f"waiting for its retry (delay level {level})",
                            "dueTime": due})
-    return out
+    return places

@@ -29,7 +29,7 @@ from rocketmq_emulator.protocol import BrokerError, RemotingCommand, RequestCode
 from rocketmq_emulator.protocol.bodies import HeartbeatData
 from rocketmq_emulator.protocol.dispatch import DispatchTable, Handler
 from rocketmq_emulator.protocol.message import java_hash_set_order
-from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketmq_emulator.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, TRACE_TOPIC, retry_topic
 
 from ...state.config_file import write_config_file
 from . import plain_acl
@@ -42,7 +42,6 @@ log = logging.getLogger("rocketmq_emulator.acl")
 
 #: the file's modification time is looked at no more often than this, from the request path
 RELOAD_CHECK_S = 2.0
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
 def _retry(group: str | None) -> str | None:
