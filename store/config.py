@@ -33,6 +33,14 @@ class FlushDiskType(enum.Enum):
     SYNC_FLUSH = "SYNC_FLUSH"
 
 
+class BrokerRole(enum.Enum):
+    """4.9.8's brokerRole: a master (ASYNC: a put is answered once stored; SYNC: once a slave has it too) or a
+    SLAVE, whose commitlog is a copy of its master's (store/replication.py) and which refuses puts."""
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
 def _default_root() -> str:
     return os.path.join(os.path.expanduser("~"), "store")
 
@@ -80,6 +88,15 @@ class MessageStoreConfig:
 
     # schedule topic: delivery time = store time + delay of the level (used when recovery re-dispatches)
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+
+    # master-slave replication (4.9.8's HA service; store/replication.py, broker/ha/)
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    ha_send_heartbeat_interval: int = 5000  # ms: a master's heartbeat to an idle slave, a slave's offset report
+    ha_housekeeping_interval: int = 20_000  # ms: a connection silent this long is closed
+    ha_transfer_batch_size: int = 32 * 1024  # bytes of commitlog per transfer, at most
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # bytes: a slave further behind is not "ok" (SYNC_MASTER)
+    sync_flush_timeout: int = 5000  # ms: SYNC_FLUSH's wait for the disk
+    slave_timeout: int = 3000  # ms: SYNC_MASTER's wait for a slave's ack (then FLUSH_SLAVE_TIMEOUT)
 
     correct_min_offset_across_files: bool = False
     preallocate_mapped_file: bool = True

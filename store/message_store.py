@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -41,17 +42,18 @@ from rocketmq_emulator.native import lane
 from rocketmq_emulator.protocol.message import pack_host
 
 from . import recovery as _recovery
+from . import replication as _replication
 from . import retention as _retention
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
-from .config import FlushDiskType, MessageStoreConfig
+from .config import BrokerRole, FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .format import check_store_format
 from .index_file import IndexService
 from .mapped_file import MappedFile, MappedFileQueue, StoreLoadError, fsync_dir
 from .message_ext_broker_inner import MessageExtBrokerInner
 from .message_lookup import MessageLookup, valid_queue_name
-from .results import PutMessageResult, PutMessageStatus, host_prefix
+from .results import PutMessageResult, PutMessageStatus, ReplicaAppendResult, host_prefix
 
 _TRANSACTION = 0xC  # the sys-flag's transaction type bits
 _PREPARED = 0x4
@@ -65,6 +67,8 @@ _INDEX_DRAIN_AT = 256  # small drains keep each pause short (latency); larger on
 
 
 _time_ns = time.time_ns
+_SLAVE = BrokerRole.SLAVE
+log = logging.getLogger("rocketmq_emulator.store")
 
 
 def _now_ms() -> int:
@@ -107,6 +111,10 @@ def execute_flush_plan(plan: FlushPlan) -> None:
 
 
 class MessageStore(MessageLookup):
+    #: a SLAVE's replicated bytes beyond the commitlog's end: a record cut at the end of a transfer (replication.py)
+    _replica_pending = 0
+    _slave_refusals = 0
+
     def __init__(self, config: MessageStoreConfig | None = None, *, clock: Callable[[], int] | None = None) -> None:
         self.config = config or MessageStoreConfig()
         self._clock = clock  # None: wall clock, inlined on the put path
@@ -147,6 +155,7 @@ class MessageStore(MessageLookup):
         self.config = config
         self.commitlog.config = config
         self.commitlog.max_message_size = config.max_message_size
+        self.writable = self._writable  # the role may have changed: a SLAVE refuses puts
 
     # ------------------------------------------------------------------------------------------------
     # lifecycle
@@ -225,12 +234,15 @@ class MessageStore(MessageLookup):
     @writable.setter
     def writable(self, value: bool) -> None:
         self._writable = bool(value)
-        self._accepting = self._running and self._writable and self.dispatch_error_offset is None
+        self._accepting = self._running and self._writable and self.dispatch_error_offset is None \
+            and self.config.broker_role is not _SLAVE
 
     def _refused(self) -> PutMessageResult | None:
         """A put while not accepting: SERVICE_NOT_AVAILABLE, or None when the put may go on after all. If only
         the disk guard refuses, look at the disk again (at most once a second) so that writes resume as soon as
-        space is freed rather than at the cleaner's next run."""
+        space is freed rather than at the cleaner's next run. A SLAVE refuses every put (4.9.8's checkStoreStatus)."""
+        if self.config.broker_role is _SLAVE:
+            return self._refused_as_slave()
         if self._running and not self._writable and self.dispatch_error_offset is None:
             now = time.monotonic()
             if now - self._last_disk_recheck >= 1.0:
@@ -239,6 +251,35 @@ class MessageStore(MessageLookup):
                 if self._accepting:
                     return None
         return PutMessageResult(_NOT_AVAILABLE)
+
+    def _refused_as_slave(self) -> PutMessageResult:
+        if self._slave_refusals % 50000 == 0:
+            log.warning("broke role is slave, so putMessage is forbidden")
+        self._slave_refusals += 1
+        return PutMessageResult(_NOT_AVAILABLE)
+
+    # ------------------------------------------------------------------------------------------------
+    # master-slave replication (replication.py; the network side is broker/ha/)
+    # ------------------------------------------------------------------------------------------------
+    def append_replicated(self, phy_offset: int, data: bytes) -> ReplicaAppendResult:
+        """A SLAVE stores its master's commitlog bytes `data` from `phy_offset` (which must be where its copy ends)
+        and dispatches every whole record now there (4.9.8's appendToCommitLog + reput)."""
+        return _replication.append_replicated(self, phy_offset, data)
+
+    def read_for_replication(self, offset: int, max_bytes: int) -> bytes:
+        """A master's commitlog bytes from `offset` to the written end of its segment, at most `max_bytes` (b"":
+        nothing new)."""
+        return _replication.read_for_replication(self, offset, max_bytes)
+
+    def replication_start_offset(self, slave_offset: int) -> int:
+        """Where a master starts transferring to a slave that reports `slave_offset` (0: its last segment's
+        start)."""
+        return _replication.transfer_start(self, slave_offset)
+
+    def replica_max_offset(self) -> int:
+        """Where a slave's copy ends (what it reports to its master): the commitlog's max offset plus the bytes of
+        a record still waiting for its rest."""
+        return _replication.replica_max_offset(self)
 
     def _dispatch_failed(self, phy: int) -> None:
         """A consume-queue unit could not be written (no file could be created): the record is in the commitlog

@@ -169,3 +169,41 @@ def offset_msg_id(host_hex: str, offset: int) -> str:
 def host_prefix(packed_host: bytes, port: int) -> bytes:
     """Store host + port, the first 8 (IPv4) or 20 (IPv6) bytes of an offset msgId."""
     return packed_host + port.to_bytes(4, "big", signed=True)
+
+
+class ReplicaAppendStatus(enum.Enum):
+    """Outcome of ``MessageStore.append_replicated`` (a slave storing what its master sent)."""
+    #: stored (a record cut at the end of the transfer waits, unwritten to the log, for the rest)
+    APPENDED = "APPENDED"
+    #: the transfer does not start where the slave's log ends (4.9.8: "master pushed offset not equal the max phy
+    #: offset in slave"): nothing written
+    OFFSET_MISMATCH = "OFFSET_MISMATCH"
+    #: whole bytes that are no record (bad magic, size or fields), or a transfer crossing a segment's end: the records
+    #: before them are kept, the rest dropped
+    BAD_DATA = "BAD_DATA"
+    #: the next segment could not be created (disk full)
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    #: the store is stopped, not a SLAVE, or its disk has no room: nothing written
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+
+
+class ReplicaAppendResult:
+    """``status``; ``max_offset``: where the slave's copy now ends (the commitlog's max offset plus the bytes of a
+    record still waiting for its rest: what the slave reports to its master); ``dispatched``: records made
+    readable by this append; ``arrived``: (topic, queue id) -> the queue's new max offset, for every consume queue
+    that got units (to wake held pulls)."""
+
+    __slots__ = ("status", "max_offset", "dispatched", "arrived")
+
+    def __init__(self, status: ReplicaAppendStatus, max_offset: int, dispatched: int = 0,
+                 arrived: dict[tuple[str, int], int] | None = None) -> None:
+        self.status = status
+        self.max_offset = max_offset
+        self.dispatched = dispatched
+        self.arrived: dict[tuple[str, int], int] = arrived if arrived is not None else {}
+
+    def is_ok(self) -> bool:
+        return self.status is ReplicaAppendStatus.APPENDED
+
+    def __repr__(self) -> str:
+        return f"<ReplicaAppendResult {self.status.name} max={self.max_offset} dispatched={self.dispatched}>"
