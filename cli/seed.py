@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
     p.add_argument("--messages", type=int_range(1), help="generate this many messages")
     p.add_argument("--from", dest="source", metavar="PATH",
                    help="write the rows of a .parquet, .json/.jsonl or .csv file instead (a body column, "
-                        "optional tags, keys, properties, queueId, bornTimestamp)")
+                        "optional tags, keys, properties, queueId, brokerName, bornTimestamp)")
     p.add_argument("--body-size", type=body_size, default=(100, 100), metavar="BYTES|LOW-HIGH",
                    help="body size in bytes, fixed or a range (default 100)")
     p.add_argument("--keys", type=keys_spec, help="a key cardinality (10000) or a pattern with {id} (order-{id})")

@@ -1,5 +1,6 @@
-"""spark_tools with a real local Spark session (one per module) against the emulator in a subprocess: seeding
-generated rows and a Parquet file, reading back with the `rocketmq` data source (offset ranges included), a
+"""spark_tools with a real local Spark session (one per module) against the emulator in a subprocess with two
+brokers: seeding generated rows (each task to one broker, both brokers' queues evenly) and a Parquet file (rows
+placed by queueId and brokerName), reading back with the `rocketmq` data source (offset ranges included), a
 consumer of this project's client receiving seeded messages, and `seed --from` a file written by the session.
 (The seed command's own runs, a broker killed mid-write included: test_spark_seed_command.py.)"""
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra (pyspark) is part of the test extra")
+
+from pyspark.sql import functions as F  # noqa: E402
 
 from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer  # noqa: E402
 from rocketmq_emulator.spark_tools import generate, read_topic, seed_topic, session  # noqa: E402
@@ -35,7 +38,7 @@ def spark():
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = launch_emulator(tmp_path_factory.mktemp("spark-broker"))
+    b = launch_emulator(tmp_path_factory.mktemp("spark-broker"), brokers=2)
     yield b
     b.stop()
 
@@ -43,22 +46,25 @@ def broker(tmp_path_factory):
 def test_seed_200k_generated_messages_and_read_them_back(spark, broker):
     report = seed_topic(spark, "Seeded", namesrv=broker.namesrv_addr, messages=200_000, queues=8, keys=5000,
                         tags="TagA:3,TagB:1", seed=11, time_span_s=3600)
-    assert report.messages == 200_000 and sum(report.queues.values()) == 200_000 and len(report.queues) == 8
+    assert report.messages == 200_000 and sum(report.queues.values()) == 200_000 and len(report.queues) == 16
+    # 2 brokers x 2 cores = 4 partitions; each task wrote to one broker, partition p to broker p mod 2, so the
+    # two brokers got the same number of messages and every queue about as many (batches round robin)
+    assert [(t["partition"], list(t["brokers"])) for t in report.tasks] == \
+        [(0, ["broker-a"]), (1, ["broker-b"]), (2, ["broker-a"]), (3, ["broker-b"])], report.tasks
+    assert report.brokers == {"broker-a": 100_000, "broker-b": 100_000}, report.brokers
+    assert all(11_000 <= n <= 14_000 for n in report.queues.values()), report.queues
     df = read_topic(spark, "Seeded", namesrv=broker.namesrv_addr).cache()
     assert df.count() == 200_000
     got = df.selectExpr("cast(body as string) as body", "tags", "keys")
     expected = generate(spark, 200_000, keys=5000, tags="TagA:3,TagB:1", seed=11).select("body", "tags", "keys")
     assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0  # every body, tag, key
-    per_queue = {r["queueId"]: (r["lo"], r["hi"], r["n"], r["distinct"]) for r in df.groupBy("queueId").agg(
-        {"queueOffset": "min"}).withColumnRenamed("min(queueOffset)", "lo").join(
-        df.groupBy("queueId").agg({"queueOffset": "max"}).withColumnRenamed("max(queueOffset)", "hi"), "queueId").join(
-        df.groupBy("queueId").count().withColumnRenamed("count", "n"), "queueId").join(
-        df.groupBy("queueId").agg({"queueOffset": "approx_count_distinct"}).withColumnRenamed(
-            "approx_count_distinct(queueOffset)", "distinct"), "queueId").collect()}
-    assert sorted(per_queue) == list(range(8))
-    for q, (lo, hi, n, _) in per_queue.items():
-        assert lo == 0 and hi == n - 1, (q, lo, hi, n)  # contiguous from 0: n rows, offsets 0..n-1
-    assert df.select("queueId", "queueOffset").distinct().count() == 200_000
+    per_queue = {(r["brokerName"], r["queueId"]): (r["lo"], r["hi"], r["n"]) for r in df.groupBy(
+        "brokerName", "queueId").agg(F.min("queueOffset").alias("lo"), F.max("queueOffset").alias("hi"),
+                                     F.count("*").alias("n")).collect()}
+    assert sorted(per_queue) == [(b, q) for b in ("broker-a", "broker-b") for q in range(8)]
+    for q, (lo, hi, n) in per_queue.items():
+        assert lo == 0 and hi == n - 1 and n == report.queues[f"Seeded/{q[0]}/{q[1]}"], (q, lo, hi, n)  # 0..n-1
+    assert df.select("brokerName", "queueId", "queueOffset").distinct().count() == 200_000
     tags = {r["tags"]: r["count"] for r in df.groupBy("tags").count().collect()}
     assert set(tags) == {"TagA", "TagB"} and 2.5 < tags["TagA"] / tags["TagB"] < 3.5
     span = df.selectExpr("max(bornTimestamp) - min(bornTimestamp) as span").first()["span"]
@@ -102,17 +108,18 @@ def test_starting_and_ending_offsets_select_exactly_the_ranges(spark, broker):
 
 
 def test_seed_from_a_parquet_file(spark, broker, tmp_path):
-    rows = [(f"order-{i}", "TagP" if i % 2 else "TagQ", f"k{i}", {"region": "eu" if i % 3 else "us"}, i % 2)
-            for i in range(500)]
+    """Rows placed by a queueId alone (that queue of the first broker, broker-a) or with a brokerName."""
+    rows = [(f"order-{i}", "TagP" if i % 2 else "TagQ", f"k{i}", {"region": "eu" if i % 3 else "us"}, i % 2,
+             "broker-b" if i % 5 == 0 else None) for i in range(500)]
     path = str(tmp_path / "orders.parquet")
     spark.createDataFrame(rows, "body string, tags string, keys string, properties map<string,string>, "
-                                "queueId int").write.parquet(path)
+                                "queueId int, brokerName string").write.parquet(path)
     report = seed_topic(spark, "FromParquet", namesrv=broker.namesrv_addr, source=path, queues=2)
-    assert report.messages == 500
+    assert report.messages == 500 and report.brokers == {"broker-a": 400, "broker-b": 100}, report.queues
     back = read_topic(spark, "FromParquet", namesrv=broker.namesrv_addr)
-    got = {(bytes(r["body"]).decode(), r["tags"], r["keys"], r["properties"]["region"], r["queueId"])
+    got = {(bytes(r["body"]).decode(), r["tags"], r["keys"], r["properties"]["region"], r["queueId"], r["brokerName"])
            for r in back.collect()}
-    assert got == {(b, t, k, p["region"], q) for b, t, k, p, q in rows}
+    assert got == {(b, t, k, p["region"], q, n or "broker-a") for b, t, k, p, q, n in rows}
 
 
 def test_the_seed_command_from_a_file_counts_its_rows_and_prints_a_json_summary(spark, broker, tmp_path):

@@ -169,10 +169,10 @@ def test_progress_rewrites_one_line_on_a_terminal(broker):
      "error: topic 'Bad Topic' is invalid: use letters, digits and the characters % | _ -"),
     (("-t", "T",), "rows.csv", "id,text\n1,hello\n",
      "error: --from {path}: no body column (it has: id, text); every row needs a body (optional columns: "
-     "bornTimestamp, keys, properties, queueId, tags, topic)"),
+     "bornTimestamp, brokerName, keys, properties, queueId, tags, topic)"),
     (("-t", "T",), "rows.jsonl", '{"body": "a"}\n{"body": "b", "price": 3}\n',
-     "error: --from {path}: unknown column(s) price: seed takes body and bornTimestamp, keys, properties, queueId, "
-     "tags, topic (rename or drop the others)"),
+     "error: --from {path}: unknown column(s) price: seed takes body and bornTimestamp, brokerName, keys, properties, "
+     "queueId, tags, topic (rename or drop the others)"),
     (("-t", "T",), "rows.jsonl", '{"body": "a"}\n[1, 2]\n',
      "error: --from {path}, line 2: a JSON list, not an object (seed reads one JSON object per line)"),
     (("-t", "T",), "rows.txt", "body\n",

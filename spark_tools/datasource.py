@@ -7,12 +7,20 @@ consumer. README "Spark".
     spark.read.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("topic", "Orders").load()
 
 Write: columns `body` (binary or string, required) and optionally `topic`, `tags`, `keys`, `properties`
-(map<string,string>), `queueId`, `bornTimestamp` (timestamp or ms). Every task sends its rows with
+(map<string,string>), `queueId`, `brokerName`, `bornTimestamp` (timestamp or ms). Every task sends its rows with
 SEND_BATCH_MESSAGE, batched by `batchSize` messages / `batchBytes` bytes per (topic, queue), `inFlight` batches
 at a time; a failed batch is retried `maxRetries` times, then the task fails naming the batch and the cause.
+Placement (placement.py): a task sends the rows that say nothing about their queue to ONE broker, its home
+broker -- slot (partition id mod the number of writable queues) of the topic's queues interleaved across brokers
+(`a0 b0 a1 b1 ...`), i.e. broker (partition id mod brokers) when every broker has as many queues -- round robin
+over that broker's queues, so tasks write to different brokers in parallel and each talks to one; a failed batch
+tries the next broker on retry. A `queueId` alone is that queue of the first broker (by name) that has it, a
+`brokerName` with a `queueId` that broker's queue, a `brokerName` alone round robin over that broker's queues.
 A batch lands in one queue with one bornTimestamp (RocketMQ's batch format carries it once): its first row's.
 Rows of a failed task that were sent before the failure stay on the broker (at least once, as Spark's Kafka
-sink). The commit logs the count per queue, and writes it as JSON to `reportPath` when given.
+sink). The commit logs the count per queue and per task's brokers, and writes them as JSON to `reportPath`
+when given (`{"messages", "bytes", "queues": {"topic/broker/queueId": n}, "tasks": [{"partition", "brokers":
+{"broker": n}}]}`).
 
 Read: one partition per queue, or per `maxOffsetsPerPartition` offsets of a big queue; `startingOffsets` /
 `endingOffsets` as Spark's Kafka source: `earliest`, `latest`, or JSON per queue
@@ -28,15 +36,17 @@ import datetime as _dt
 import json
 import logging
 import os
+import random
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterator, overload
+from typing import Any, Awaitable, Callable, Iterator, overload
 
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from .placement import PlacementError, TaskPlacement, brokers_of
 from .source_check import WRITE_COLUMNS
 
 log = logging.getLogger("rocketmq_emulator.spark")
@@ -120,6 +130,7 @@ class QueueCounts(WriterCommitMessage):
 
     counts: dict[str, int] = field(default_factory=dict)
     bytes: int = 0  #: body bytes sent
+    partition: int | None = None  #: Spark's partition id of the task
 
 
 class RocketMQWriter(DataSourceArrowWriter):
@@ -134,13 +145,28 @@ class RocketMQWriter(DataSourceArrowWriter):
         self.report_path = _option(options, "reportPath")
 
     def write(self, iterator: Iterator[Any]) -> QueueCounts:
-        return asyncio.run(self._write(iterator))
+        from pyspark import TaskContext
 
-    async def _write(self, iterator: Iterator[Any]) -> QueueCounts:
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else None
+        return asyncio.run(self._write(iterator, partition))
+
+    async def _write(self, iterator: Iterator[Any], partition: int | None = None) -> QueueCounts:
         from rocketmq_emulator.client import Producer
 
         counts: dict[str, int] = defaultdict(int)
         sent_bytes = [0]
+        placements: dict[str, TaskPlacement] = {}
+        # outside a Spark task (no partition id): a home broker at random rather than always the first
+        slot = partition if partition is not None else random.randrange(1 << 16)
+        lookup = asyncio.Lock()  # the first batches in flight wait for one route lookup (one round robin)
+
+        async def placement(topic: str, refresh: bool) -> TaskPlacement:
+            async with lookup:
+                known = placements.get(topic)
+                if known is None or refresh:  # (a retry sees the route as it is now)
+                    known = placements[topic] = _renew(known, topic, await producer.fetch_queues(topic), slot)
+                return known
         async with Producer(self.group, namesrv=self.namesrv, instance_name=f"spark-{uuid.uuid4().hex[:8]}") \
                 as producer:
             window = asyncio.Semaphore(self.in_flight)
@@ -149,7 +175,7 @@ class RocketMQWriter(DataSourceArrowWriter):
 
             async def send(batch: _Batch) -> None:
                 try:
-                    result = await self._send_with_retries(producer, batch)
+                    result = await self._send_with_retries(producer, batch, placement)
                     mq = result.queue
                     counts[f"{mq.topic}/{mq.broker_name}/{mq.queue_id}"] += len(batch.bodies)
                     sent_bytes[0] += batch.size
@@ -169,17 +195,29 @@ class RocketMQWriter(DataSourceArrowWriter):
                 await asyncio.gather(*pending)
             if failure:
                 raise failure[0]
-        return QueueCounts(dict(counts), sent_bytes[0])
+        return QueueCounts(dict(counts), sent_bytes[0], partition)
 
-    async def _send_with_retries(self, producer: Any, batch: _Batch) -> Any:
+    async def _send_with_retries(self, producer: Any, batch: _Batch,
+                                 placement_of: Callable[[str, bool], Awaitable[TaskPlacement]]) -> Any:
         from rocketmq_emulator.client.errors import ClientError
 
         delay = 0.2
         for attempt in range(self.max_retries + 1):
             try:
+                queue: Any = batch.queue  # a queue id alone: the producer's rule (the first broker that has it)
+                if batch.broker is not None or queue is None:
+                    placement = await placement_of(batch.topic, attempt > 0)
+                    if batch.broker is None:
+                        queue = placement.home_queue(attempt)
+                    elif queue is None:
+                        queue = placement.broker_queue(batch.broker)
+                    else:
+                        queue = placement.pinned(batch.broker, queue)
                 return await producer.send_batch_columns(
                     batch.topic, batch.bodies, tags=batch.tags, keys=batch.keys, properties=batch.properties,
-                    queue=batch.queue, born_timestamp=batch.born)
+                    queue=queue, born_timestamp=batch.born)
+            except PlacementError as exc:
+                raise RocketMQSourceError(f"{exc}: the row(s) of a batch of {len(batch.bodies)} name it") from None
             except ClientError as exc:
                 if attempt == self.max_retries:
                     raise RocketMQSourceError(
@@ -191,12 +229,13 @@ class RocketMQWriter(DataSourceArrowWriter):
         raise AssertionError("unreachable")
 
     def _batches(self, iterator: Iterator[Any]) -> Iterator[_Batch]:
-        """Full batches per (topic, queue id) as rows arrive, then the partial ones."""
-        open_batches: dict[tuple[str, int | None], _Batch] = {}
+        """Full batches per (topic, brokerName, queue id) as rows arrive, then the partial ones."""
+        open_batches: dict[tuple[str, str | None, int | None], _Batch] = {}
         for record_batch in iterator:
             cols = {name: record_batch.column(name).to_pylist() for name in record_batch.schema.names}
             bodies = cols["body"]
             topics, queues, borns = cols.get("topic"), cols.get("queueId"), cols.get("bornTimestamp")
+            brokers = cols.get("brokerName")
             extra = [(name, cols.get(name)) for name in ("tags", "keys", "properties")]
             for i in range(record_batch.num_rows):
                 topic = (topics[i] if topics is not None else None) or self.topic
@@ -206,10 +245,12 @@ class RocketMQWriter(DataSourceArrowWriter):
                 if body is None:
                     raise RocketMQSourceError(f"row with a null body (topic {topic!r}): every row needs a body")
                 queue = queues[i] if queues is not None else None
-                key = (topic, queue)
+                broker = (brokers[i] or None) if brokers is not None else None
+                key = (topic, broker, queue)
                 batch = open_batches.get(key)
                 if batch is None:
-                    batch = open_batches[key] = _Batch(topic, queue, _millis(borns[i]) if borns is not None else None,
+                    batch = open_batches[key] = _Batch(topic, broker, queue,
+                                                       _millis(borns[i]) if borns is not None else None,
                                                        {name for name, col in extra if col is not None})
                 batch.bodies.append(body)
                 batch.size += len(body)
@@ -224,17 +265,22 @@ class RocketMQWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total: dict[str, int] = defaultdict(int)
         body_bytes = 0
+        tasks: list[tuple[int | None, dict[str, int]]] = []
         for m in messages:
             if isinstance(m, QueueCounts):
                 body_bytes += m.bytes
                 for k, v in m.counts.items():
                     total[k] += v
+                tasks.append((m.partition, dict(sorted(brokers_of(m.counts).items()))))
+        tasks.sort(key=lambda t: (t[0] is None, t[0] or 0))
         report = dict(sorted(total.items()))
-        log.info("rocketmq: wrote %d message(s): %s", sum(report.values()),
-                    ", ".join(f"{k}={v}" for k, v in report.items()))
+        several = sum(len(brokers) > 1 for _, brokers in tasks)
+        log.info("rocketmq: wrote %d message(s) in %d task(s) (%d of them to several brokers): %s",
+                 sum(report.values()), len(tasks), several, ", ".join(f"{k}={v}" for k, v in report.items()))
         if self.report_path:
             with open(self.report_path, "w", encoding="utf-8") as f:
-                json.dump({"messages": sum(report.values()), "bytes": body_bytes, "queues": report}, f)
+                json.dump({"messages": sum(report.values()), "bytes": body_bytes, "queues": report,
+                           "tasks": [{"partition": p, "brokers": brokers} for p, brokers in tasks]}, f)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         sent = sum(sum(m.counts.values()) for m in messages if isinstance(m, QueueCounts))
@@ -242,17 +288,25 @@ class RocketMQWriter(DataSourceArrowWriter):
 
 
 class _Batch:
-    """Columns of one batch: the rows of one (topic, queue) with the first row's bornTimestamp."""
+    """Columns of one batch: the rows of one (topic, brokerName, queueId) with the first row's bornTimestamp."""
 
-    __slots__ = ("topic", "queue", "born", "bodies", "size", "tags", "keys", "properties")
+    __slots__ = ("topic", "broker", "queue", "born", "bodies", "size", "tags", "keys", "properties")
 
-    def __init__(self, topic: str, queue: int | None, born: int | None, columns: set[str]) -> None:
-        self.topic, self.queue, self.born = topic, queue, born
+    def __init__(self, topic: str, broker: str | None, queue: int | None, born: int | None,
+                 columns: set[str]) -> None:
+        self.topic, self.broker, self.queue, self.born = topic, broker, queue, born
         self.bodies: list[Any] = []
         self.size = 0
         self.tags: list[Any] | None = [] if "tags" in columns else None
         self.keys: list[Any] | None = [] if "keys" in columns else None
         self.properties: list[Any] | None = [] if "properties" in columns else None
+
+
+def _renew(old: TaskPlacement | None, topic: str, queues: list[Any], slot: int) -> TaskPlacement:
+    """The task's placement for `topic`, kept (with its round robin) while the writable queues stay the same."""
+    if old is not None and old.queues == queues:
+        return old
+    return TaskPlacement(topic, queues, slot)
 
 
 def _millis(value: Any) -> int | None:

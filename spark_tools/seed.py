@@ -9,6 +9,12 @@ CSV file, written through the `rocketmq` data source; and reading a topic back a
 Generated rows are deterministic for a `seed`: row `id`'s body is `"<id>:"` and 32 hex digits of xxhash64s of
 (seed, id), repeated to its size; its size (fixed, or in [low, high]), key and tag come from xxhash64 of
 (seed, salt, id) too. Spark SQL builds them (no Python row loop).
+
+Across brokers: the writer sends each task's rows to one broker, by partition id (placement.py), so a seeding
+needs at least as many partitions as brokers x cores to keep every broker and core busy, and a multiple of the
+brokers to give each broker as many. Generated rows get such a partition count for free (`partitions_for`); rows
+from a file or a DataFrame with fewer partitions are repartitioned round robin (`spread`), unless they carry a
+`queueId` or `brokerName` (they go where they say, in their order).
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from .datasource import RocketMQDataSource
+from .placement import brokers_of
 from .source_check import SourceProblem, source_kind
 
 
@@ -40,6 +47,13 @@ class SeedReport:
     body_bytes: int
     seconds: float
     queues: dict[str, int]
+    #: per task: {"partition": Spark's partition id, "brokers": {broker name: messages}}
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def brokers(self) -> dict[str, int]:
+        """Messages per broker."""
+        return brokers_of(self.queues)
 
     @property
     def msg_per_s(self) -> float:
@@ -99,22 +113,54 @@ def _tag_weights(tags: str | dict[str, int] | list[str] | None) -> dict[str, int
     return weights
 
 
+def partitions_for(messages: int, cores: int, brokers: int = 1) -> int:
+    """Generated rows' partition count: 200,000 rows each (at most 200 partitions), at least brokers x cores, and
+    a multiple of the brokers (each broker's tasks then have the same number of rows)."""
+    brokers = max(1, brokers)
+    wanted = max(brokers * max(1, cores), min(200, math.ceil(messages / 200_000)))
+    return math.ceil(wanted / brokers) * brokers
+
+
+def spread(df: DataFrame, brokers: int, cores: int) -> DataFrame:
+    """`df` with at least brokers x cores partitions (a round-robin repartition when it has fewer), unless its rows
+    say where they go (a queueId or brokerName column): then as it is, in its order."""
+    wanted = max(1, brokers) * max(1, cores)
+    if {"queueId", "brokerName"} & set(df.columns) or df.rdd.getNumPartitions() >= wanted:
+        return df
+    return df.repartition(wanted)
+
+
+def broker_count(namesrv: str, topic: str) -> int:
+    """How many brokers have writable queues of `topic` (TBW102's when the broker creates it on send); 1 when that
+    cannot be known (the write then fails with its own words)."""
+    from rocketmq_emulator.client import Producer
+
+    async def count() -> int:
+        async with Producer("rocketmq_emulator_spark_seed", namesrv=namesrv) as producer:
+            return len({mq.broker_name for mq in await producer.fetch_queues(topic)})
+    try:
+        return asyncio.run(count())
+    except Exception:  # noqa: BLE001 - no route (yet): the write then says what is wrong in its own words
+        return 1
+
+
 def generate(spark: SparkSession, messages: int, *, body_size: int | tuple[int, int] = 100,
              keys: int | str | None = None, tags: str | dict[str, int] | list[str] | None = None,
              time_span_s: float = 0.0, seed: int = 0, partitions: int | None = None,
-             start_ms: int | None = None) -> DataFrame:
+             start_ms: int | None = None, brokers: int = 1) -> DataFrame:
     """Rows (body, keys, tags, bornTimestamp) for the `rocketmq` writer, built with Spark SQL expressions.
 
     `body_size`: bytes, or (low, high). `keys`: a cardinality (`key-<0..n-1>`), or a pattern where `{id}` is
     the row number. `tags`: "TagA:3,TagB:1", a weight dict or a list. `time_span_s`: bornTimestamps spread
-    evenly from `start_ms` (default: now - span) over that many seconds."""
+    evenly from `start_ms` (default: now - span) over that many seconds. `partitions`: default
+    `partitions_for(messages, Spark's default parallelism, brokers)`."""
     if messages < 1:
         raise SeedError("messages must be at least 1")
     low, high = (body_size, body_size) if isinstance(body_size, int) else body_size
     if not 1 <= low <= high <= 4 * 1024 * 1024:
         raise SeedError(f"body size {body_size!r}: use 1 to 4194304 bytes, low <= high")
     if partitions is None:
-        partitions = max(spark.sparkContext.defaultParallelism, min(200, math.ceil(messages / 200_000)))
+        partitions = partitions_for(messages, spark.sparkContext.defaultParallelism, brokers)
     df = spark.range(0, messages, numPartitions=partitions)
     h = f"xxhash64({int(seed)}L, {{salt}}, id)"
     size = str(low) if low == high else f"{low} + pmod({h.format(salt=1)}, {high - low + 1})"
@@ -191,24 +237,25 @@ def write_topic(df: DataFrame, topic: str, namesrv: str, **options: Any) -> Seed
         seconds = time.perf_counter() - t0
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
-    return SeedReport(report["messages"], report.get("bytes", 0), seconds, report["queues"])
+    return SeedReport(report["messages"], report.get("bytes", 0), seconds, report["queues"], report.get("tasks", []))
 
 
 def seed_topic(spark: SparkSession, topic: str, *, namesrv: str, messages: int | None = None,
                source: str | DataFrame | None = None, queues: int | None = None, **generate_args: Any) -> SeedReport:
     """Generate `messages` rows (see `generate`) or take them from `source` (a DataFrame or a file path), and
-    write them to `topic`. `queues`: create (or resize) the topic with that many queues first."""
+    write them to `topic`. `queues`: create (or resize) the topic with that many queues first. The rows are
+    spread over at least brokers x cores partitions (see the module docstring)."""
     register(spark)
     if queues is not None:
         _create_topic(namesrv, topic, queues)
+    brokers = broker_count(namesrv, topic)
     if source is None:
         if messages is None:
             raise SeedError("give messages (to generate) or source (a DataFrame or a file)")
-        df = generate(spark, messages, **generate_args)
-    elif isinstance(source, str):
-        df = read_file(spark, source)
+        df = generate(spark, messages, **{"brokers": brokers, **generate_args})
     else:
-        df = source
+        df = read_file(spark, source) if isinstance(source, str) else source
+        df = spread(df, brokers, spark.sparkContext.defaultParallelism)
     return write_topic(df, topic, namesrv)
 
 

@@ -67,7 +67,7 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
     except PreflightError as exc:
         raise SeedJobError(str(exc), "PREFLIGHT") from None
     try:
-        from .seed import SeedError, generate, read_file, session, write_topic
+        from .seed import SeedError, generate, read_file, session, spread, write_topic
     except ImportError as exc:
         raise SeedJobError(f"seed needs pyspark (and pyarrow): {install_hint('spark')} ({exc})",
                            "SETUP") from None
@@ -95,11 +95,15 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
             if source is None:
                 assert messages is not None
                 df = generate(spark, messages, body_size=body_size, keys=keys, tags=tags, time_span_s=time_span_s,
-                              seed=seed, partitions=partitions)
+                              seed=seed, partitions=partitions, brokers=len(target.brokers))
             else:
                 progress.phase = f"counting the rows of {source}"
                 df = read_file(spark, source)
                 progress.total = df.count()
+                if partitions is None:
+                    df = spread(df, len(target.brokers), spark.sparkContext.defaultParallelism)
+                else:
+                    df = df.repartition(partitions)
             progress.phase = "writing"
             report = write_topic(df, topic, namesrv)
             progress.stop("done")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 #: the columns the `rocketmq` writer takes; `body` is the one it requires (spark_tools/datasource.py checks them
 #: again on the DataFrame)
-WRITE_COLUMNS = frozenset({"body", "topic", "tags", "keys", "properties", "queueId", "bornTimestamp"})
+WRITE_COLUMNS = frozenset({"body", "topic", "tags", "keys", "properties", "queueId", "brokerName", "bornTimestamp"})
 
 #: file extensions `seed --from` reads, by kind
 PARQUET, JSON_LINES, CSV = (".parquet",), (".json", ".jsonl", ".ndjson"), (".csv",)
