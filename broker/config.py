@@ -62,6 +62,15 @@ class Compat(enum.Enum):
     V4_9 = "4.9"
 
 
+class ServeRole(enum.Enum):
+    """`role` (serve --role): what this process runs. ALL: a name server and its brokers (the default); NAMESRV:
+    only a name server; BROKER: only brokers, registered over TCP with the name servers of `namesrv_addr` (the
+    emulator's or a real one), as a 4.9.8 broker registers (README "A cluster of processes")."""
+    ALL = "all"
+    NAMESRV = "namesrv"
+    BROKER = "broker"
+
+
 class LogLevel(enum.Enum):
     DEBUG = "DEBUG"
     INFO = "INFO"
@@ -85,6 +94,12 @@ class BrokerConfig:
 
     broker_name: str = "broker-a"
     broker_cluster_name: str = "DefaultCluster"
+    #: 0: the master of its broker name; 1 (or more): a slave, which replicates the master's commitlog
+    #: (store.broker_role SLAVE) and serves reads only (README "Master and slave")
+    broker_id: int = 0
+    #: a master suggests its slave to a consumer that lags by more than the memory share (4.9.8's
+    #: slaveReadEnable; whichBrokerWhenConsumeSlowly of the group); off: pulls are always sent to the master
+    slave_read_enable: bool = False
     #: the configured port (0: a free one, known once bound: `BrokerController.listen_port`)
     listen_port: int = 10911
     #: the address put in route data and message ids (settings.resolve_broker_ip1 fills the default)
@@ -148,6 +163,12 @@ class EmulatorConfig:
 
     host: str = "127.0.0.1"
     namesrv_port: int = 9876
+    #: what this process runs: a name server and brokers (default), only a name server, or only brokers
+    role: ServeRole = ServeRole.ALL
+    #: with role BROKER: the name servers its brokers register with (4.9.8's namesrvAddr, `a:9876;b:9876`)
+    namesrv_addr: tuple[str, ...] = ()
+    #: `serve --brokers N --processes`: each broker in a process of its own, under this process's name server
+    processes: bool = False
     #: the gRPC endpoint of 5.x clients (broker/grpc/); None: off
     grpc_server_port: int | None = None
     #: also a TLS port (self-signed certificate), e.g. for the 5.x Java client's default

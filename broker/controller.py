@@ -49,6 +49,7 @@ from .handlers.pop_message import PopMessageProcessor
 from .handlers.pull_message import PullMessageProcessor
 from .handlers.send_message import SendMessageProcessor
 from .namesrv import RouteInfoManager
+from .outer_api import LocalNamesrv, NamesrvLink, Registration
 from .state.broadcast_offset import BroadcastOffsetManager
 from .state.client_manager import ConsumerManager, ProducerManager
 from .state.config_file import write_config_files
@@ -83,10 +84,17 @@ class BrokerController:
     closed whatever the config says (a broker started again that had none the first time); `namesrv_addr`: the
     name server's address, reported by getBrokerConfig; `admin_guard`: who may send admin requests."""
 
-    def __init__(self, config: BrokerConfig, routes: RouteInfoManager | None = None, *, host: str = "127.0.0.1",
-                 vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "",
+    def __init__(self, config: BrokerConfig, namesrv: RouteInfoManager | NamesrvLink | None = None, *,
+                 host: str = "127.0.0.1", vip_channel: bool = True, namesrv_addr: Callable[[], str] = lambda: "",
                  clock: BrokerClock | None = None, admin_guard: AdminGuard | None = None) -> None:
-        self.routes = routes
+        if isinstance(namesrv, RouteInfoManager):
+            namesrv = LocalNamesrv(namesrv)
+        #: how it registers: with the name server of this process, or over TCP (`serve --role broker`)
+        self.namesrv: NamesrvLink | None = namesrv
+        if namesrv is not None:
+            namesrv.on_master = self.master_told
+        #: the in-process name server's routes (None when registering over TCP, or with none)
+        self.routes = namesrv.routes if isinstance(namesrv, LocalNamesrv) else None
         #: now, for every broker-side timer (the Emulator's brokers share one; tests advance it)
         self.clock = clock or BrokerClock()
         root = Path(config.store.store_path_root_dir)
@@ -230,7 +238,8 @@ class BrokerController:
         await self.server.start_serving()
         if self.vip_server is not None:
             await self.vip_server.start_serving()
-        self.register_with_namesrv()
+        if self.namesrv is not None:  # registered before start() returns, as 4.9.8's first registerBrokerAll
+            await self.namesrv.register_now(self.registration())
         await self.schedule_service.start()
         await self.timer_service.start()
         every = self.timers.every
@@ -320,12 +329,14 @@ class BrokerController:
             await self.vip_server.stop()
         self.broadcast_offsets.shutdown()  # broadcasting clients' latest positions, before the final write
         await self.consumer_offset_manager.stop()  # no connection is left to commit: flush both tiers
-        if unregister:
-            self.unregister_from_namesrv()
+        if unregister and self.namesrv is not None:
+            await self.namesrv.unregister(self.registration())
+        if self.namesrv is not None and not isinstance(self.namesrv, LocalNamesrv):
+            await self.namesrv.close()
 
     def unregister_from_namesrv(self) -> None:
-        if self.routes is not None:
-            self.routes.unregister_broker(self.config.broker_cluster_name, self.config.broker_name, self.broker_addr, 0)
+        if self.namesrv is not None:
+            self.namesrv.unregister_now(self.registration())
 
     def _register_deferred_processors(self, table: DispatchTable) -> None:
         for entry in DEFERRED_PROCESSORS:
@@ -401,15 +412,28 @@ class BrokerController:
         self.register_with_namesrv()
 
     # -- shared operations --------------------------------------------------------------------------
-    def register_with_namesrv(self) -> None:
-        if self.routes is None:
-            return
+    def registration(self) -> Registration:
+        """What this broker tells its name servers: its address, id, HA address and topics (with brokerPermission
+        set, the routes carry it as every topic's perm)."""
         w = self.topic_config_manager.wrapper()
-        topics = w.topic_config_table
-        if self.config.broker_permission != PERM_READ | PERM_WRITE:  # brokerPermission set: routes carry it
-            topics = {n: msgspec.structs.replace(tc, perm=registered_perm(self.config, tc.perm)) for n, tc in topics.items()}
-        self.routes.register_broker(self.config.broker_cluster_name, self.config.broker_name, self.broker_addr, 0,
-                                    topics, w.data_version)
+        if self.config.broker_permission != PERM_READ | PERM_WRITE:
+            w = msgspec.structs.replace(w, topic_config_table={
+                n: msgspec.structs.replace(tc, perm=registered_perm(self.config, tc.perm))
+                for n, tc in w.topic_config_table.items()})
+        return Registration(self.config.broker_cluster_name, self.config.broker_name, self.broker_addr,
+                            self.config.broker_id, self.ha_server_addr, w)
+
+    @property
+    def ha_server_addr(self) -> str:
+        """Where this broker's slaves replicate from (empty while it serves no HA port)."""
+        return ""
+
+    def register_with_namesrv(self) -> None:
+        if self.namesrv is not None:
+            self.namesrv.register(self.registration())
+
+    def master_told(self, master_addr: str | None, ha_addr: str | None) -> None:
+        """A registration's answer: a slave's master and its HA address (None: none registered)."""
 
     def _channel_closed(self, conn: RemotingConnection) -> None:
         self.consumer_manager.channel_closed(conn, self.config.notify_consumer_ids_changed_enable)

@@ -23,12 +23,13 @@ from rocketmq_emulator.protocol.extras import install_hint
 from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
 from .clock import BrokerClock
-from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig
+from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig, ServeRole
 from .controller import BrokerController
 from .core.admin_guard import AdminGuard
 from .core.read_model import BrokerFront, ReadModel
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
+from .outer_api import LocalNamesrv, NamesrvLink, RemoteNamesrvs
 from .settings import rooted_at
 from .state.delivery_log import DeliveryLog
 
@@ -73,24 +74,31 @@ class Emulator:
         if config.ephemeral:
             self.store_root = tempfile.mkdtemp(prefix="rocketmq-emulator-")
             configs = rooted_at(config, self.store_root)
-        self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
+        #: the name server of this process (None with role BROKER: its brokers register over TCP)
+        self.namesrv: NameServer | None = None
+        if config.role is not ServeRole.BROKER:
+            self.namesrv = NameServer(config.host, config.namesrv_port, Path(self.store_root) / "namesrv")
         #: the brokers' one clock (fast-forward: `advance_time`)
         self.clock = BrokerClock()
         #: who may send destructive and emulator-only requests (adminAllowedAddresses)
         self.admin_guard = AdminGuard(config.admin_allowed_addresses)
-        self.admin_guard.protect(self.namesrv.table)
         self._fronts: dict[str, BrokerFront] = {}  # broker name -> its read model and write cores (_broker)
+        if config.role is ServeRole.NAMESRV:
+            configs = ()
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
-        if self.broker.acl is not None:  # with ACL on, the name server's test controls need an admin account too
-            AdminGuard(None, is_admin=self.broker.acl.is_admin).protect(self.namesrv.table)
-            self.admin_guard.accounts_required = True  # (and the dashboard's destructive actions are refused)
         self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
         self.dashboard: DashboardServer | None = None  # dashboard_port
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
-        self.namesrv.table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
-        self.namesrv.table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
-        self.namesrv.table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
+        if self.namesrv is not None:
+            table = self.namesrv.table
+            self.admin_guard.protect(table)
+            if self.brokers and self.broker.acl is not None:  # with ACL on, the test controls need an admin too
+                AdminGuard(None, is_admin=self.broker.acl.is_admin).protect(table)
+                self.admin_guard.accounts_required = True  # (and the dashboard's destructive actions are refused)
+            table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
+            table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
+            table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
         if self.tracer is not None:
@@ -98,7 +106,9 @@ class Emulator:
                 server.tracer = self.tracer
 
     def _broker(self, config: BrokerConfig, vip_channel: bool = True) -> BrokerController:
-        broker = BrokerController(config, self.namesrv.routes, host=self.config.host, vip_channel=vip_channel,
+        link: NamesrvLink = LocalNamesrv(self.namesrv.routes) if self.namesrv is not None \
+            else RemoteNamesrvs(self.config.namesrv_addr)
+        broker = BrokerController(config, link, host=self.config.host, vip_channel=vip_channel,
                                   namesrv_addr=lambda: self.namesrv_addr, clock=self.clock,
                                   admin_guard=self.admin_guard)
         if self.config.dashboard_port is not None:  # its message story reads the deliveries
@@ -116,7 +126,8 @@ class Emulator:
 
     def servers(self) -> list[RemotingServer]:
         """Every listening port: the name server's, then each broker's (and its VIP port)."""
-        return [self.namesrv.server, *(s for b in self.brokers for s in _broker_servers(b))]
+        own = [self.namesrv.server] if self.namesrv is not None else []
+        return [*own, *(s for b in self.brokers for s in _broker_servers(b))]
 
     @property
     def broker(self) -> BrokerController:
@@ -129,17 +140,28 @@ class Emulator:
 
     @property
     def namesrv_addr(self) -> str:
-        return f"{self.config.host}:{self.namesrv.port}"
+        """This process's name server, or (role BROKER) the first of those its brokers register with."""
+        if self.namesrv is None:
+            return self.config.namesrv_addr[0] if self.config.namesrv_addr else ""
+        host = self.config.host
+        if host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
+            host = self.config.broker.broker_ip1
+        return f"{host}:{self.namesrv.port}"
 
     async def start(self) -> None:
         entities = read_entities_file(self.config.entities_file) if self.config.entities_file else None
         if self.tracer is not None:
             self.tracer.start()
-        await self.namesrv.start()
+        if self.namesrv is not None:
+            await self.namesrv.start()
         for b in self.brokers:
             await b.start(self.config.topics, self.config.groups, entities)
         if entities is not None:
-            kv = sum(self.namesrv.set_kv(s.namespace, s.key, s.value) for s in entities.kv)
+            namesrv = self.namesrv
+            if namesrv is None and entities.kv:
+                log.warning("the entities' %d KV setting(s) belong to the name server: not applied by a broker-only "
+                            "process (give the file to the name server's process)", len(entities.kv))
+            kv = sum(namesrv.set_kv(s.namespace, s.key, s.value) for s in entities.kv) if namesrv else 0
             log.info("entities of %s: %d topic(s), %d group(s), %d KV setting(s) (%d KV changed), %d account(s)",
                      self.config.entities_file, len(entities.topics), len(entities.groups), len(entities.kv), kv,
                      len(entities.accounts))
@@ -198,7 +220,8 @@ class Emulator:
         for b in self.brokers:
             if b.config.broker_name not in self.stopped:
                 await b.stop()
-        await self.namesrv.stop()
+        if self.namesrv is not None:
+            await self.namesrv.stop()
         if self.tracer is not None:
             self.tracer.stop()
         if self.config.ephemeral:
@@ -293,12 +316,13 @@ class Emulator:
         """What `serve --ready-file` writes: every address a client needs (the bound ports, also for port 0)."""
         def addr(port: int) -> str:
             return f"{self.config.broker.broker_ip1}:{port}"
-        namesrv = self.namesrv_addr if self.config.host not in WILDCARD_HOSTS else addr(self.namesrv.port)
         return {
-            "namesrvAddr": namesrv,
+            "namesrvAddr": self.namesrv_addr,
+            "role": self.config.role.value,
             "cluster": self.config.broker.broker_cluster_name,
-            "brokers": [{"name": b.config.broker_name, "addr": b.broker_addr, "port": b.server.port,
-                         "vipPort": b.vip_server.port if b.vip_server is not None else None} for b in self.brokers],
+            "brokers": [{"name": b.config.broker_name, "id": b.config.broker_id, "addr": b.broker_addr,
+                         "port": b.server.port, "vipPort": b.vip_server.port if b.vip_server is not None else None,
+                         "haAddr": b.ha_server_addr or None, "pid": os.getpid()} for b in self.brokers],
             "grpcAddr": addr(self.grpc.port) if self.grpc is not None else None,
             "grpcTlsAddr": addr(self.grpc.tls_port) if self.grpc is not None and self.grpc.tls_port is not None
             else None,
@@ -308,11 +332,10 @@ class Emulator:
         }
 
     def ready_line(self) -> str:
-        brokers = ", ".join(f"{b.config.broker_name}@{b.broker_addr}" for b in self.brokers)
+        brokers = ", ".join(f"{b.config.broker_name}{f' (slave {b.config.broker_id})' if b.config.broker_id else ''}"
+                            f"@{b.broker_addr}" for b in self.brokers)
         store = "ephemeral" if self.config.ephemeral else self.store_root
         namesrv = self.namesrv_addr
-        if self.config.host in WILDCARD_HOSTS:  # listening everywhere: name an address a client can use
-            namesrv = f"{self.config.broker.broker_ip1}:{self.namesrv.port}"
         grpc = ""
         if self.grpc is not None:
             tls = f", TLS {self.grpc.tls_port}" if self.grpc.tls_port is not None else ""
@@ -320,6 +343,12 @@ class Emulator:
         if self.dashboard is not None:
             grpc += f", dashboard http://{self.config.broker.broker_ip1}:{self.dashboard.port}/"
         lane = "native lane" if native.lane is not None else f"Python path ({native.WHY})"
+        if self.namesrv is None:
+            return (f"rocketmq-emulator ready: broker {brokers}{grpc}, registered with namesrv "
+                    f"{';'.join(self.config.namesrv_addr)}, cluster {self.config.broker.broker_cluster_name}, "
+                    f"store {store}, send path: {lane}")
+        if not self.brokers:
+            return f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it; name server only)"
         return (f"rocketmq-emulator ready: namesrv {namesrv} (set namesrvAddr to it), broker {brokers}{grpc}, "
                 f"cluster {self.config.broker.broker_cluster_name}, store {store}, send path: {lane}")
 

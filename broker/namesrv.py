@@ -15,11 +15,11 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
 
 from rocketmq_emulator.protocol import BrokerError, PermName, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.protocol.admin_bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from rocketmq_emulator.protocol.bodies import (Body, BrokerData, ClusterInfo, KVTable, QueueData, TopicList,
+from rocketmq_emulator.protocol.admin_bodies import (DataVersion, RegisterBrokerBody, TopicConfig,
+                                                     TopicConfigSerializeWrapper)
+from rocketmq_emulator.protocol.bodies import (BrokerData, ClusterInfo, KVTable, QueueData, TopicList,
                                                TopicRouteData)
 from rocketmq_emulator.protocol.transport import PortUnavailable
 from rocketmq_emulator.protocol.headers import (BrokerIdentityHeader, BrokerNameRequestHeader,
@@ -42,14 +42,6 @@ log = logging.getLogger("rocketmq_emulator.namesrv")
 BROKER_CHANNEL_EXPIRED_S = 120.0
 #: the initial size of 4.9.8's RouteInfoManager.topicQueueTable (a HashMap): topic lists are built in its order
 TOPIC_TABLE_CAPACITY = 1024
-
-
-class RegisterBrokerBody(Body):
-    """REGISTER_BROKER body (uncompressed form): the broker's topic configs and their data version."""
-
-    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = msgspec.field(
-        default_factory=TopicConfigSerializeWrapper)
-    filter_server_list: list[str] = msgspec.field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +83,16 @@ class RouteInfoManager:
                     write_queue_nums=tc.write_queue_nums, perm=tc.perm, topic_sys_flag=tc.topic_sys_flag)
             # 4.9.8 (and 5.x by default) keep the routes of topics a registration no longer lists: a topic deleted
             # on the broker stays routed until DELETE_TOPIC_IN_NAMESRV (mqadmin deleteTopic sends both)
+
+    def master_of(self, broker_name: str, broker_id: int) -> tuple[str | None, str | None]:
+        """What a registration's answer tells a slave (4.9.8): its master's address and HA address, when the
+        master is registered; a master is told nothing."""
+        data = self.broker_addr_table.get(broker_name)
+        master = data.broker_addrs.get(0) if data is not None and broker_id != 0 else None
+        live = self.broker_live_table.get(master) if master else None
+        if live is None:
+            return None, None
+        return master, live.ha_server_addr or None
 
     def _remove_queue_data(self, topic: str, broker_name: str) -> None:
         queues = self.topic_queue_table.get(topic)
@@ -137,10 +139,12 @@ class RouteInfoManager:
                 self._forget_address(addr)
         return gone
 
-    def connection_closed(self, conn: RemotingConnection) -> None:
-        for addr, info in list(self.broker_live_table.items()):
-            if info.connection is conn:
-                self._forget_address(addr)
+    def connection_closed(self, conn: RemotingConnection) -> list[str]:
+        """A broker's connection closed (its process ended): its routes go at once, as 4.9.8's onChannelDestroy."""
+        gone = [addr for addr, info in self.broker_live_table.items() if info.connection is conn]
+        for addr in gone:
+            self._forget_address(addr)
+        return gone
 
     def _forget_address(self, addr: str) -> None:
         for name, data in list(self.broker_addr_table.items()):
@@ -176,7 +180,7 @@ class NameServer:
         self.table = self._build_table()
         NamesrvConfigProcessor(self.configuration).register(self.table)
         self.server = RemotingServer("namesrv", self.table, host, port)
-        self.server.on_connection_lost.append(self.routes.connection_closed)
+        self.server.on_connection_lost.append(self._connection_closed)
         self._scan_task: asyncio.Task[None] | None = None
 
     @property
@@ -203,6 +207,10 @@ class NameServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    def _connection_closed(self, conn: RemotingConnection) -> None:
+        for addr in self.routes.connection_closed(conn):
+            log.info("broker %s: its connection closed; its routes are removed", addr)
 
     async def _scan_loop(self) -> None:
         while True:
@@ -332,13 +340,13 @@ class NameServer:
                                                          "set compressedRegister=false on the broker")
         wrapper = RegisterBrokerBody.decode(req.body).topic_config_serialize_wrapper if req.body \
             else TopicConfigSerializeWrapper()
+        if h.broker_addr not in self.routes.broker_live_table:
+            log.info("broker %s (id %d) of cluster %s registered from %s", h.broker_name, h.broker_id,
+                     h.cluster_name, h.broker_addr)
         self.routes.register_broker(h.cluster_name, h.broker_name, h.broker_addr, h.broker_id,
                                     wrapper.topic_config_table, wrapper.data_version, conn, h.ha_server_addr)
-        # 4.9.8: a slave is told its master's address and the master's HA address; a master nothing
-        master = self.routes.broker_addr_table[h.broker_name].broker_addrs.get(0) if h.broker_id != 0 else None
-        live = self.routes.broker_live_table.get(master) if master else None
-        ext = RegisterBrokerResponseHeader(ha_server_addr=(live.ha_server_addr or None) if live else None,
-                                           master_addr=master if live else None).to_ext()
+        master, ha_addr = self.routes.master_of(h.broker_name, h.broker_id)  # a slave is told its master
+        ext = RegisterBrokerResponseHeader(ha_server_addr=ha_addr, master_addr=master).to_ext()
         orders = self.routes.kv_config.get("ORDER_TOPIC_CONFIG")  # no body while the namespace does not exist
         return RemotingCommand.response_to(req, ext_fields=ext,
                                            body=KVTable(table=dict(orders)).encode() if orders is not None else b"")

@@ -155,6 +155,25 @@ def hosts(value: Any) -> tuple[str, ...]:
         raise Problem(str(exc)) from None
 
 
+def addresses(value: Any) -> tuple[str, ...]:
+    """4.9.8's namesrvAddr: `host:port;host:port` (from code: a list); each port 1-65535."""
+    if isinstance(value, (tuple, list)):
+        value = ";".join(value)
+    if not isinstance(value, str):
+        raise Problem(f"{value!r} is not text")
+    out = []
+    for item in (v.strip() for v in value.split(";")):
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+            raise Problem(f"{item!r} is not HOST:PORT (name servers: HOST:PORT;HOST:PORT)")
+        out.append(item)
+    if not out:
+        raise Problem("no address given (HOST:PORT;HOST:PORT)")
+    return tuple(out)
+
+
 def consume_queue_size(value: Any) -> int:
     """Bytes, rounded up to whole 20-byte units as 4.9.8's getMappedFileSizeConsumeQueue does."""
     size = number("int", 20, INT32)(value)

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
 
 from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, Compat, EmulatorConfig, LogLevel, NewGroupOffset,
-                     OffsetDurability, TraceFormat, parse_properties, resolve_broker_ip1)
+                     OffsetDurability, ServeRole, TraceFormat, parse_properties, resolve_broker_ip1)
 from .setting_values import INT as _INT
 from .setting_values import INT32 as _INT32
 from .setting_values import PORT as _PORT
@@ -31,7 +31,7 @@ from .setting_values import Parse
 from .setting_values import Problem as _Problem
 from .setting_values import boolean as _bool, codes as _codes, consume_queue_size as _consume_queue_size
 from .setting_values import delay_levels as _delay_levels, delete_when as _delete_when, double as _double
-from .setting_values import double_in as _double_in
+from .setting_values import addresses as _addresses, double_in as _double_in
 from .setting_values import enum_of as _enum, groups as _groups, hosts as _hosts, networks as _networks
 from .setting_values import number as _number, optional as _optional, string as _str, topics as _topics
 
@@ -70,7 +70,7 @@ def _snake(key: str) -> str:
 
 #: the process's settings (this emulator's own): key -> parser
 _PROCESS: dict[str, Parse] = {
-    "host": _str, "namesrvPort": _PORT, "grpcServerPort": _optional(_PORT),
+    "host": _str, "namesrvPort": _PORT, "role": _enum(ServeRole), "namesrvAddr": _addresses, "processes": _bool, "grpcServerPort": _optional(_PORT),
     "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool,
     "dashboardAllowedHosts": _hosts, "dashboardSampleSeconds": _double_in(0.1, 3600),
     "brokers": _number("int", 1, 26), "ephemeral": _bool,
@@ -80,7 +80,8 @@ _PROCESS: dict[str, Parse] = {
     "adminAllowedAddresses": _networks, "readyFile": _optional(_str), "entitiesFile": _optional(_str)}
 #: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
 _BROKER: dict[str, Parse] = {
-    "brokerName": _str, "brokerClusterName": _str, "listenPort": _PORT, "brokerIP1": _optional(_str),
+    "brokerName": _str, "brokerClusterName": _str, "brokerId": _number("long", 0, 2**63 - 1),
+    "slaveReadEnable": _bool, "listenPort": _PORT, "brokerIP1": _optional(_str),
     "advertisedPort": _optional(_PORT), "vipChannelEnabled": _bool, "autoCreateTopicEnable": _bool,
     "autoCreateSubscriptionGroup": _bool, "brokerPermission": _number("int", 0, 7),
     "defaultTopicQueueNums": _number("int", 1, 1024), "longPollingEnable": _bool,
@@ -109,14 +110,13 @@ SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table
 
 #: broker.conf spellings of older releases -> the key
 ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}
-#: broker.conf keys accepted and ignored: this process is always the one master of its broker, embeds its name
-#: server, and keeps the commitlog under storePathRootDir
-IGNORED_KEYS = ("namesrvAddr", "brokerId", "brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable",
-                "storePathCommitLog")
+#: broker.conf keys accepted and ignored: the HA port is always the broker port + 1 (as 4.9.8's BrokerStartup
+#: forces it), the commitlog is kept under storePathRootDir
+IGNORED_KEYS = ("brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable", "storePathCommitLog")
 
 #: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process,
 #: and who may send admin requests
-BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort", "adminAllowedAddresses")
+BROKER_CONF_PROCESS_KEYS = ("grpcServerPort", "grpcTlsPort", "adminAllowedAddresses", "namesrvAddr")
 
 _BY_FIELD = {s.name: s for s in SETTINGS.values()}
 
@@ -188,9 +188,30 @@ def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys:
     if process.get("grpc_tls_port") is not None and process.get("grpc_server_port") is None:
         raise SettingError("grpcTlsPort", "needs grpcServerPort too (serve --grpc-port): the TLS port serves the "
                                           "same 5.x endpoint")
+    _check_role(process)
     ephemeral = process.get("ephemeral", False)
     return EmulatorConfig(**process, brokers=derive_brokers(broker, count, nested=ephemeral),
                           unknown_keys=tuple(unknown_keys))
+
+
+def _check_role(process: Mapping[str, Any]) -> None:
+    """The role's settings go together (README "A cluster of processes")."""
+    role = process.get("role", ServeRole.ALL)
+    if role is ServeRole.BROKER and not process.get("namesrv_addr"):
+        raise SettingError("role", "broker needs the name servers to register with (serve --namesrv-addr "
+                                   "HOST:PORT[;HOST:PORT])")
+    if process.get("processes"):
+        if role is not ServeRole.ALL:
+            raise SettingError("processes", f"starts the name server and one process per broker itself; not with "
+                                            f"role {role.value}")
+        for key, flag in (("grpc_server_port", "--grpc-port"), ("dashboard_port", "--dashboard-port")):
+            if process.get(key) is not None:
+                raise SettingError("processes", f"not with {flag} yet: run the brokers in one process for it, or "
+                                                f"start `serve --role broker {flag} ...` processes yourself")
+    if role is ServeRole.NAMESRV:
+        for key, flag in (("grpc_server_port", "--grpc-port"), ("dashboard_port", "--dashboard-port")):
+            if process.get(key) is not None:
+                raise SettingError("role", f"namesrv runs no broker: {flag} needs one")
 
 
 def updated(config: BrokerConfig, values: Mapping[str, Any]) -> BrokerConfig:

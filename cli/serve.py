@@ -25,6 +25,13 @@ ENV_PREFIX = "ROCKETMQ_EMULATOR_"
 # flag -> (the setting's key in broker/settings.py, help); ROCKETMQ_EMULATOR_<FLAG> gives it too
 SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "host": ("host", "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"),
+    "role": ("role", "all (default): a name server and its brokers in this process; namesrv: only a name server; "
+                     "broker: only brokers, registered with --namesrv-addr (the emulator's or a real one)"),
+    "namesrv-addr": ("namesrvAddr", "with --role broker: the name servers to register with, HOST:PORT[;HOST:PORT]"),
+    "broker-id": ("brokerId", "0 (default): the master of its broker name; 1: a slave that replicates its master "
+                              "(same --broker-name) and serves reads"),
+    "slave-read-enable": ("slaveReadEnable", "true: a master tells a consumer that lags far behind to pull from "
+                                             "the slave (default false, as 4.9.8)"),
     "namesrv-port": ("namesrvPort", "name server port (default 9876; 0 picks a free port)"),
     "broker-port": ("listenPort", "broker port (default 10911; the VIP port is this minus 2; 0 picks "
                                          "a free port)"),
@@ -147,6 +154,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
                             "standard error (env ROCKETMQ_EMULATOR_TRACE=FILE or -); see --trace-*")
     serve.add_argument("--ephemeral", action="store_true", default=None,
                        help="keep the store in a temporary directory removed at exit")
+    serve.add_argument("--processes", action="store_true", default=None,
+                       help="with --brokers N: each broker in a process of its own (the machine's cores), all "
+                            "registered with this process's name server, started and stopped together")
     serve.add_argument("--config", default=None, metavar="FILE",
                        help="a RocketMQ broker.conf (brokerName, listenPort, brokerIP1, storePathRootDir, "
                             "fileReservedTime, deleteWhen, flushDiskType, autoCreateTopicEnable, ...)")
@@ -245,14 +255,15 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
                 raise ConfigError(f"{ENV_PREFIX}{env_name}={env!r}: {exc}") from None
         if value is not None:
             values[key] = value
-    env = environ.get(ENV_PREFIX + "EPHEMERAL")
-    if args.ephemeral:
-        values["ephemeral"] = True
-    elif env:  # the one boolean parser: true or false, anything else refused
-        try:
-            values["ephemeral"] = parse_value("ephemeral", env)
-        except SettingError as exc:
-            raise ConfigError(f"{ENV_PREFIX}EPHEMERAL={env!r}: {exc}") from None
+    for key, flag in (("ephemeral", args.ephemeral), ("processes", args.processes)):
+        env = environ.get(ENV_PREFIX + key.upper())
+        if flag:
+            values[key] = True
+        elif env:  # the one boolean parser: true or false, anything else refused
+            try:
+                values[key] = parse_value(key, env)
+            except SettingError as exc:
+                raise ConfigError(f"{ENV_PREFIX}{key.upper()}={env!r}: {exc}") from None
     try:
         config = emulator_config(values, unknown_keys=unknown)
     except SettingError as exc:

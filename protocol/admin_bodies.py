@@ -136,6 +136,14 @@ class TopicConfigSerializeWrapper(_ConfigFile):
     data_version: DataVersion = msgspec.field(default_factory=DataVersion)
 
 
+class RegisterBrokerBody(Body):
+    """REGISTER_BROKER body (uncompressed form): the broker's topic configs and their data version."""
+
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = msgspec.field(
+        default_factory=TopicConfigSerializeWrapper)
+    filter_server_list: list[str] = msgspec.field(default_factory=list)
+
+
 #: 5.x's CustomizedRetryPolicy default (its `next`, in ms): the 18 delay levels, 1 s to 2 h
 DEFAULT_CUSTOMIZED_NEXT = (1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
                            480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
