@@ -333,7 +333,11 @@ def run(args: argparse.Namespace) -> int:
     from rocketmq_emulator.broker.emulator import serve
     from rocketmq_emulator.protocol.transport import PortUnavailable
     try:
-        uvloop.run(serve(config, started=process_started()))
+        if config.processes:
+            from rocketmq_emulator.broker.cluster import serve_processes
+            uvloop.run(serve_processes(config, started=process_started()))
+        else:
+            uvloop.run(serve(config, started=process_started()))
     except KeyboardInterrupt:
         return 0
     except PortUnavailable as exc:
