@@ -53,6 +53,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_golden_frames.py": ("cpp",),
     "test_grpc_bounds.py": (),
     "test_grpc_clients.py": ("cpp", "grpc5"),
+    "test_ha_real_broker.py": ("parity-record",),
     "test_java_client.py": ("java", "cpp"),
     "test_mqadmin_admin.py": ("java",),
     "test_mqadmin_commands.py": ("java",),
