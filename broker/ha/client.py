@@ -107,7 +107,7 @@ class HAClient:
             target = _split(addr) if addr else None
             if addr and target is None:
                 log.warning("HA: master address %r is not HOST:PORT: not connecting", addr)
-            if target is None:
+            if addr is None or target is None:
                 await self._changed.wait()
                 continue
             try:
