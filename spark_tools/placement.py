@@ -10,8 +10,8 @@ that is broker `p mod B`, so consecutive partitions, which Spark runs at the sam
 with more queues on one broker, more tasks go to it, in proportion (even per queue overall). Within its home
 broker a task sends its batches round robin over that broker's writable queues, starting at its slot's queue
 (so small tasks still cover every queue). A write whose partition count is a multiple of the number of brokers
-(or of slots) puts the same number of tasks on each broker (queue); the seed command makes its generated
-partition count one (seed.py `partitions_for`).
+puts the same number of tasks on each broker; the seed command's generated rows have a multiple of brokers x
+cores (`partitions_for`).
 
 Rows with placement go where they say, as before: a `queueId` alone is that queue of the first broker (by name)
 that has it (the producer's rule); `brokerName` and `queueId` are that broker's queue; a `brokerName` alone is
@@ -22,6 +22,7 @@ round robin over that broker's writable queues. A batch to the home broker that 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 
 from rocketmq_emulator.protocol.bodies import MessageQueue
@@ -102,3 +103,11 @@ def brokers_of(counts: dict[str, int]) -> dict[str, int]:
         broker = key.rsplit("/", 2)[-2]
         out[broker] = out.get(broker, 0) + n
     return out
+
+
+def partitions_for(messages: int, cores: int, brokers: int = 1) -> int:
+    """The partition count of generated rows: 200,000 rows each (at most 200 partitions), at least brokers x cores,
+    rounded up to a multiple of brokers x cores: each broker gets as many tasks (the same number of rows), and the
+    last wave of tasks keeps every core busy (5 partitions on 2 cores leave one idle a third of the time)."""
+    unit = max(1, brokers) * max(1, cores)
+    return math.ceil(max(unit, min(200, math.ceil(messages / 200_000))) / unit) * unit

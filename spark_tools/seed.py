@@ -11,8 +11,9 @@ Generated rows are deterministic for a `seed`: row `id`'s body is `"<id>:"` and 
 (seed, salt, id) too. Spark SQL builds them (no Python row loop).
 
 Across brokers: the writer sends each task's rows to one broker, by partition id (placement.py), so a seeding
-needs at least as many partitions as brokers x cores to keep every broker and core busy, and a multiple of the
-brokers to give each broker as many. Generated rows get such a partition count for free (`partitions_for`); rows
+needs at least as many partitions as brokers x cores to keep every broker and core busy, and a multiple of that
+to give each broker as many rows and leave no core idle in the last wave of tasks. Generated rows get such a
+partition count for free (placement.py `partitions_for`); rows
 from a file or a DataFrame with fewer partitions are repartitioned round robin (`spread`), unless they carry a
 `queueId` or `brokerName` (they go where they say, in their order).
 """
@@ -33,7 +34,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from .datasource import RocketMQDataSource
-from .placement import brokers_of
+from .placement import brokers_of, partitions_for
 from .source_check import SourceProblem, source_kind
 
 
@@ -111,14 +112,6 @@ def _tag_weights(tags: str | dict[str, int] | list[str] | None) -> dict[str, int
         if not re.fullmatch(r"[^|\s]+", name) or weight < 1:
             raise SeedError(f"tag {name!r} (weight {weight}): tags are non-empty without '|' or spaces, weights >= 1")
     return weights
-
-
-def partitions_for(messages: int, cores: int, brokers: int = 1) -> int:
-    """Generated rows' partition count: 200,000 rows each (at most 200 partitions), at least brokers x cores, and
-    a multiple of the brokers (each broker's tasks then have the same number of rows)."""
-    brokers = max(1, brokers)
-    wanted = max(brokers * max(1, cores), min(200, math.ceil(messages / 200_000)))
-    return math.ceil(wanted / brokers) * brokers
 
 
 def spread(df: DataFrame, brokers: int, cores: int) -> DataFrame:

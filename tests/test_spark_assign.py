@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from rocketmq_emulator.protocol.bodies import MessageQueue
-from rocketmq_emulator.spark_tools.placement import PlacementError, TaskPlacement, brokers_of, interleaved
+from rocketmq_emulator.spark_tools.placement import (PlacementError, TaskPlacement, brokers_of, interleaved,
+                                                     partitions_for)
 
 
 def queues(topic: str = "T", **per_broker: int) -> list[MessageQueue]:
@@ -90,3 +91,10 @@ def test_no_writable_queue():
 
 def test_counts_per_broker_of_a_task():
     assert brokers_of({"T/broker-a/0": 3, "T/broker-a/1": 2, "U/broker-b/0": 1}) == {"broker-a": 5, "broker-b": 1}
+
+
+def test_generated_rows_have_a_multiple_of_brokers_times_cores_partitions():
+    assert partitions_for(1000, cores=2) == 2 and partitions_for(1000, cores=2, brokers=2) == 4
+    assert partitions_for(1_000_000, cores=2) == 6  # 5 by size: one core idle in the last wave
+    assert partitions_for(10_000_000, cores=2) == 50 and partitions_for(10_000_000, cores=2, brokers=2) == 52
+    assert partitions_for(10**9, cores=8, brokers=3) == 216  # at most 200 by size, then rounded up
