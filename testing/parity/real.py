@@ -7,13 +7,17 @@ HandshakeHandler passes non-TLS bytes through in both modes) and it starts in 5-
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,6 +82,32 @@ class RealBroker:
         subprocess.run([str(self.flavour.bin("down")), str(self.directory)], check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def start_namesrv(flavour: Flavour, directory: Path, timeout: float = 60) -> Iterator[str]:
+    """A real name server alone (`bin/namesrv` on a free port) while the block runs; yields its address."""
+    ensure_built(flavour)
+    directory.mkdir(parents=True, exist_ok=True)
+    log_path = directory / "namesrv.out"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen([str(flavour.bin("namesrv")), "-d", str(directory / "ns")], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while b"boot success" not in log_path.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{flavour.name}'s name server did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.1)
+        addr = re.search(r"namesrv: (\S+) dir=", log_path.read_text()).group(1)  # type: ignore[union-attr]
+        yield addr
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def start(flavour: Flavour, settings: dict[str, str] | None = None) -> RealBroker:
