@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_emulator.protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
 from rocketmq_emulator.protocol.topics import parse_delay_levels
@@ -31,10 +32,33 @@ from .recovery import _properties, tags_code_of
 from .results import ReplicaAppendResult, ReplicaAppendStatus
 
 if TYPE_CHECKING:
+    from .commitlog import CommitLog
+    from .config import MessageStoreConfig
+    from .consume_queue import ConsumeQueue
+    from .index_file import IndexService
     from .mapped_file import MappedFile
-    from .message_store import MessageStore
 
 log = logging.getLogger("rocketmq_emulator.store")
+
+
+class MessageStore(Protocol):
+    """What replication uses of the MessageStore (which imports this module)."""
+
+    config: MessageStoreConfig
+    commitlog: CommitLog
+    index: IndexService
+    _lock: threading.RLock
+    _replica_pending: int
+    _last_ts: int
+    put_count: int
+    put_bytes: int
+
+    @property
+    def running(self) -> bool: ...
+
+    def find_or_create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
+
+    def _dispatch_failed(self, phy: int) -> None: ...
 
 _HEAD = struct.Struct(">ii")
 _MIN_RECORD = 92  # a record's smallest size (IPv4 hosts, empty body, one-byte topic, no properties)
