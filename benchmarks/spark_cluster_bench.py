@@ -9,7 +9,8 @@ the `rocketmq` data source, 8 queues per broker) into (a) `serve` (one broker, o
 and (b) for `--rounds` rounds, after an untimed warm-up run (`--warmup` messages). Without `--processes`, (b) is
 `serve --brokers N` in one process (all brokers on one core). Prints per round the write phase's msg/s, the
 messages per broker, how many tasks wrote to more than one broker, and the brokers' CPU seconds; then the median
-(and the spread) of each case and the ratio (b) / (a). Timings are figures, never asserted.
+(and the spread) of each case and the ratio (b) / (a) of the medians, and of each round. Timings are figures,
+never asserted.
 
 Spark's JVM, its Python workers (the writers) and the broker processes share this machine's cores: on 2 cores the
 writers alone can keep about two cores busy, so (b) shows what a second broker process buys when the cores are
@@ -126,9 +127,11 @@ def main() -> int:
         spark.stop()
     a = statistics.median(x["rate"] for x in runs["a"])
     b = statistics.median(x["rate"] for x in runs["b"])
+    paired = [y["rate"] / x["rate"] for x, y in zip(runs["a"], runs["b"])]
+    per_round = f" (per round: {', '.join(f'{r:.2f}' for r in paired)})" if len(paired) > 1 else ""
     print(f"(a) one broker process: {summary([x['rate'] for x in runs['a']])}; {b_label}: "
-          f"{summary([x['rate'] for x in runs['b']])}; (b) / (a) = {b / a:.2f}; load average {os.getloadavg()[0]:.2f} "
-          f"at the end", flush=True)
+          f"{summary([x['rate'] for x in runs['b']])}; (b) / (a) = {b / a:.2f}{per_round}; load average "
+          f"{os.getloadavg()[0]:.2f} at the end", flush=True)
     return 0
 
 
