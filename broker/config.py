@@ -100,6 +100,9 @@ class BrokerConfig:
     #: a master suggests its slave to a consumer that lags by more than the memory share (4.9.8's
     #: slaveReadEnable; whichBrokerWhenConsumeSlowly of the group); off: pulls are always sent to the master
     slave_read_enable: bool = False
+    #: ms between registrations with the name servers (4.9.8: 30000, clamped to 10-60 s; here at least 100 ms, so
+    #: that tests see a slave learn its restarted master sooner)
+    register_name_server_period: int = 30000
     #: the configured port (0: a free one, known once bound: `BrokerController.listen_port`)
     listen_port: int = 10911
     #: the address put in route data and message ids (settings.resolve_broker_ip1 fills the default)
@@ -169,6 +172,8 @@ class EmulatorConfig:
     namesrv_addr: tuple[str, ...] = ()
     #: `serve --brokers N --processes`: each broker in a process of its own, under this process's name server
     processes: bool = False
+    #: with `processes`: this many slaves of each broker (brokerId 1.., brokerRole SLAVE), each in its process
+    slaves: int = 0
     #: the gRPC endpoint of 5.x clients (broker/grpc/); None: off
     grpc_server_port: int | None = None
     #: also a TLS port (self-signed certificate), e.g. for the 5.x Java client's default

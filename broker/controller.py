@@ -22,7 +22,7 @@ from rocketmq_emulator.protocol.message import pack_host
 from rocketmq_emulator.protocol.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emulator.protocol.transport import DispatchTable, PeriodicTasks, RemotingConnection, RemotingServer
 from rocketmq_emulator.protocol.transport import PortUnavailable
-from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_emulator.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rocketmq_emulator.store.message_store import MessageStore, execute_flush_plan
 
 from .clock import BrokerClock
@@ -48,8 +48,10 @@ from .handlers.consumer_send_back import ConsumerSendBackProcessor
 from .handlers.pop_message import PopMessageProcessor
 from .handlers.pull_message import PullMessageProcessor
 from .handlers.send_message import SendMessageProcessor
+from .ha.sync_master import answer_when_replicated, per_request_sends
 from .namesrv import RouteInfoManager
-from .outer_api import LocalNamesrv, NamesrvLink, Registration
+from .outer_api import LocalNamesrv, MasterLink, NamesrvLink, Registration
+from .slave_sync import SYNC_PERIOD_S, SlaveSynchronize
 from .state.broadcast_offset import BroadcastOffsetManager
 from .state.client_manager import ConsumerManager, ProducerManager
 from .state.config_file import write_config_files
@@ -61,6 +63,9 @@ from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
+
+    from .ha.client import HAClient
+    from .ha.server import HAServer
 
     from .core.acl.validator import PlainAccessValidator
 
@@ -143,6 +148,23 @@ class BrokerController:
                           ClientManageProcessor(self), ConsumerSendBackProcessor(self), PopMessageProcessor(self)):
             processor.register(table)
         table.defer(self._register_deferred_processors)
+        #: master-slave (README "Master and slave"): a master serves its slaves on its HA port (the broker port
+        #: + 1, started in start()); a SLAVE replicates its master's commitlog and copies its configuration
+        self.ha_server: HAServer | None = None
+        self.ha_client: HAClient | None = None
+        self.master_link: MasterLink | None = None
+        self.slave_sync: SlaveSynchronize | None = None
+        self._host = host
+        role = config.store.broker_role
+        if role is BrokerRole.SLAVE:  # its store refuses every put: sends one by one, answered so
+            per_request_sends(table)
+            self.master_link = MasterLink()
+            self.slave_sync = SlaveSynchronize(self.master_link, self.topic_config_manager,
+                                               self.subscription_group_manager, self.consumer_offset_manager,
+                                               self.schedule_service)
+        elif role is BrokerRole.SYNC_MASTER:
+            answer_when_replicated(table, self, lambda: self.store.commitlog.max_offset,
+                                   lambda: self.config.store.slave_timeout)
         if config.offset_durability is OffsetDurability.WRITE_THROUGH:  # no offset write answered before durable
             answer_when_durable(table, self.consumer_offset_manager, skip=(RequestCode.PULL_MESSAGE,))
         if admin_guard is not None:  # before the VIP table is derived from it
@@ -238,21 +260,60 @@ class BrokerController:
         await self.server.start_serving()
         if self.vip_server is not None:
             await self.vip_server.start_serving()
+        await self._start_replication()
         if self.namesrv is not None:  # registered before start() returns, as 4.9.8's first registerBrokerAll
             await self.namesrv.register_now(self.registration())
-        await self.schedule_service.start()
-        await self.timer_service.start()
+        slave = self.slave_sync is not None
+        if not slave:  # a slave delivers nothing of its own: its master does, and it replicates the result
+            await self.schedule_service.start()
+            await self.timer_service.start()
         every = self.timers.every
         every(0.1, self._flush)
         every(lambda: self.config.flush_consumer_offset_interval / 1000, self._persist_offsets)  # updatable
         every(min(10.0, self.config.channel_expired_timeout_second / 4), self._scan_channels)
         every(10.0, self._clean_files)
         every(self.broadcast_offsets.scan_interval_s, self.broadcast_offsets.scan)
-        every(30.0, self._register_periodically)
-        every(lambda: self.config.transaction_check_interval / 1000, self.transaction_check.check)  # updatable
-        every(0.2, self.pop_service.revive)
+        every(lambda: self.config.register_name_server_period / 1000, self._register_periodically)
+        if slave:
+            assert self.slave_sync is not None
+            every(SYNC_PERIOD_S, self.slave_sync.sync_all)
+        else:
+            every(lambda: self.config.transaction_check_interval / 1000, self.transaction_check.check)  # updatable
+            every(0.2, self.pop_service.revive)
         self.stats.start(every)
         self.started_at = time.time()
+
+    async def _start_replication(self) -> None:
+        """A master listens on its HA port (the broker port + 1, as 4.9.8's BrokerStartup sets it; a free one when
+        the broker port was 0; not available: a WARNING, slaves cannot follow); a slave starts its HA client,
+        which connects once a registration tells it its master."""
+        if self.slave_sync is not None:
+            from .ha.client import HAClient
+            self.ha_client = HAClient(self.store)
+            self.ha_client.on_dispatched.append(self._replicated)
+            await self.ha_client.start()
+            return
+        from .ha.server import HAServer
+        port = self.config.listen_port + 1 if self.config.listen_port else 0
+        server = HAServer(self.store, self._host, port)
+        try:
+            await server.start()
+        except OSError as exc:
+            log.warning("%s: HA port %d unavailable (%s); slaves cannot replicate this broker",
+                        self.config.broker_name, port, exc.strerror or exc)
+            return
+        self.ha_server = server
+
+    def _replicated(self, arrived: dict[tuple[str, int], int]) -> None:
+        """A slave dispatched replicated messages: held pulls of their queues are answered."""
+        for (topic, queue_id), max_offset in arrived.items():
+            self.message_arrived(topic, queue_id, max_offset, None)
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return self.ha_server is not None and self.ha_server.is_slave_ok(master_put_where)
+
+    async def wait_for_slave(self, offset: int, timeout_s: float) -> bool:
+        return self.ha_server is not None and await self.ha_server.wait_for_slave(offset, timeout_s)
 
     def open_store(self) -> None:
         """Open the message store (recovering it after a crash); start() does it once the port is bound."""
@@ -323,6 +384,12 @@ class BrokerController:
         await asyncio.gather(*self._background, return_exceptions=True)  # writes already under way finish first
         await self.schedule_service.stop()
         await self.timer_service.stop()
+        if self.ha_client is not None:
+            await self.ha_client.stop()
+        if self.ha_server is not None:
+            await self.ha_server.stop()
+        if self.master_link is not None:
+            self.master_link.close()
         self.store.stop()
         await self.server.stop()
         if self.vip_server is not None:
@@ -426,7 +493,7 @@ class BrokerController:
     @property
     def ha_server_addr(self) -> str:
         """Where this broker's slaves replicate from (empty while it serves no HA port)."""
-        return ""
+        return f"{self.config.broker_ip1}:{self.ha_server.port}" if self.ha_server is not None else ""
 
     def register_with_namesrv(self) -> None:
         if self.namesrv is not None:
@@ -434,6 +501,16 @@ class BrokerController:
 
     def master_told(self, master_addr: str | None, ha_addr: str | None) -> None:
         """A registration's answer: a slave's master and its HA address (None: none registered)."""
+        if self.slave_sync is None or self.master_link is None:
+            return
+        new = master_addr != self.master_link.addr
+        self.master_link.set_master(master_addr)
+        if self.ha_client is not None:
+            self.ha_client.update_master_address(ha_addr)
+        if new and master_addr is not None:  # the first copy of the master's configuration at once
+            task = asyncio.get_running_loop().create_task(self.slave_sync.sync_all())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _channel_closed(self, conn: RemotingConnection) -> None:
         self.consumer_manager.channel_closed(conn, self.config.notify_consumer_ids_changed_enable)
@@ -442,6 +519,8 @@ class BrokerController:
 
     def message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         """A message was stored: wake held pulls of that queue, or its delay level if it was parked."""
+        if self.ha_server is not None:
+            self.ha_server.notify()
         if topic == SCHEDULE_TOPIC:
             self.schedule_service.message_parked(queue_id)
         elif topic == TIMER_TOPIC:
@@ -455,6 +534,8 @@ class BrokerController:
         """Messages stored together (the single sends of one read): `message_arrived` for each, once per read
         deciding whether any can do something. With no pull held and no POP waiting, only a parked message
         (SCHEDULE_TOPIC_XXXX, the timer's topic) has anyone to tell."""
+        if self.ha_server is not None:
+            self.ha_server.notify()
         if self.pull_hold_service.table or self.pop_service.waiting:
             for msg, queue_offset in zip(msgs, queue_offsets):
                 self.message_arrived(msg.topic, msg.queue_id, queue_offset + 1, msg.tags_code)

@@ -167,3 +167,40 @@ class RemoteNamesrvs:
 
 
 NamesrvLink = LocalNamesrv | RemoteNamesrvs
+
+
+class MasterLink:
+    """A slave's requests to its master (4.9.8's BrokerOuterAPI getAllTopicConfig, getAllConsumerOffset,
+    getAllDelayOffset, getAllSubscriptionGroupConfig): one connection, made again when closed."""
+
+    def __init__(self) -> None:
+        self.addr: str | None = None
+        self._conn: RemotingConnection | None = None
+
+    def set_master(self, addr: str | None) -> None:
+        if addr != self.addr:
+            self.close()
+            self.addr = addr
+
+    async def get(self, code: int, timeout: float = 3.0) -> bytes | None:
+        """The body of the master's answer to `code` (no header), or None when it cannot be had (logged at DEBUG:
+        the HA client says when the master is away)."""
+        addr = self.addr
+        if addr is None:
+            return None
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = await asyncio.wait_for(RemoteNamesrvs._connect(addr), timeout)
+            answer = await self._conn.invoke(RemotingCommand.request(code), timeout)
+        except (OSError, asyncio.TimeoutError, ValueError) as exc:
+            log.debug("master %s: %s failed: %s", addr, RequestCode(code).name, exc)
+            return None
+        if answer.code != ResponseCode.SUCCESS:
+            log.warning("master %s refused %s: code %d, %s", addr, RequestCode(code).name, answer.code, answer.remark)
+            return None
+        return answer.body
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

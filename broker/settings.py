@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rocketmq_emulator.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_emulator.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 
 from .config import (BROKER_PORT_STEP, DEFAULT_STORE_DIR, BrokerConfig, Compat, EmulatorConfig, LogLevel, NewGroupOffset,
                      OffsetDurability, ServeRole, TraceFormat, parse_properties, resolve_broker_ip1)
@@ -70,7 +70,8 @@ def _snake(key: str) -> str:
 
 #: the process's settings (this emulator's own): key -> parser
 _PROCESS: dict[str, Parse] = {
-    "host": _str, "namesrvPort": _PORT, "role": _enum(ServeRole), "namesrvAddr": _addresses, "processes": _bool, "grpcServerPort": _optional(_PORT),
+    "host": _str, "namesrvPort": _PORT, "role": _enum(ServeRole), "namesrvAddr": _addresses, "processes": _bool,
+    "slaves": _number("int", 0, 3), "grpcServerPort": _optional(_PORT),
     "grpcTlsPort": _optional(_PORT), "dashboardPort": _optional(_PORT), "dashboardReadOnly": _bool,
     "dashboardAllowedHosts": _hosts, "dashboardSampleSeconds": _double_in(0.1, 3600),
     "brokers": _number("int", 1, 26), "ephemeral": _bool,
@@ -81,7 +82,7 @@ _PROCESS: dict[str, Parse] = {
 #: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
 _BROKER: dict[str, Parse] = {
     "brokerName": _str, "brokerClusterName": _str, "brokerId": _number("long", 0, 2**63 - 1),
-    "slaveReadEnable": _bool, "listenPort": _PORT, "brokerIP1": _optional(_str),
+    "slaveReadEnable": _bool, "registerNameServerPeriod": _number("int", 100, _INT32), "listenPort": _PORT, "brokerIP1": _optional(_str),
     "advertisedPort": _optional(_PORT), "vipChannelEnabled": _bool, "autoCreateTopicEnable": _bool,
     "autoCreateSubscriptionGroup": _bool, "brokerPermission": _number("int", 0, 7),
     "defaultTopicQueueNums": _number("int", 1, 1024), "longPollingEnable": _bool,
@@ -102,7 +103,10 @@ _STORE: dict[str, Parse] = {
     "flushDiskType": _enum(FlushDiskType), "flushIntervalCommitLog": _number("int", 1, _INT32),
     "fileReservedTime": _number("int", 0, _INT32), "deleteWhen": _delete_when,
     "diskMaxUsedSpaceRatio": _number("int", 10, 95), "messageDelayLevel": _delay_levels, "messageIndexEnable": _bool, "totalPhysicalMemorySize": _optional(_INT),
-    "recoveryCutInvalidRecords": _bool}
+    "recoveryCutInvalidRecords": _bool, "brokerRole": _enum(BrokerRole),
+    "haSendHeartbeatInterval": _number("int", 1, _INT32), "haHousekeepingInterval": _number("int", 1, _INT32),
+    "haTransferBatchSize": _number("int", 1, _INT32), "haSlaveFallbehindMax": _number("int", 0, _INT32),
+    "syncFlushTimeout": _number("long", 1, 2**63 - 1), "slaveTimeout": _number("int", 1, _INT32)}
 
 #: every setting: Java key -> Setting (broker.conf, updateBrokerConfig and code all name settings by these keys)
 SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table in (
@@ -112,7 +116,7 @@ SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table
 ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}
 #: broker.conf keys accepted and ignored: the HA port is always the broker port + 1 (as 4.9.8's BrokerStartup
 #: forces it), the commitlog is kept under storePathRootDir
-IGNORED_KEYS = ("brokerRole", "brokerIP2", "haListenPort", "traceTopicEnable", "storePathCommitLog")
+IGNORED_KEYS = ("brokerIP2", "haListenPort", "traceTopicEnable", "storePathCommitLog")
 
 #: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process,
 #: and who may send admin requests
@@ -180,6 +184,9 @@ def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys:
         by_scope[s.scope][s.name] = value
     process = by_scope["process"]
     count = process.pop("brokers", 1)
+    if process.get("slaves") and broker_role_given(by_scope["store"]) is BrokerRole.SLAVE:
+        raise SettingError("slaves", "gives each master its slaves: the brokers themselves are masters (not "
+                                     "brokerRole SLAVE)")
     store = MessageStoreConfig(**{"store_path_root_dir": DEFAULT_STORE_DIR, **by_scope["store"]})
     broker = BrokerConfig(**{**by_scope["broker"], "store": store})
     host = process.get("host", EmulatorConfig().host)
@@ -189,9 +196,36 @@ def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys:
         raise SettingError("grpcTlsPort", "needs grpcServerPort too (serve --grpc-port): the TLS port serves the "
                                           "same 5.x endpoint")
     _check_role(process)
+    _check_broker_id(broker)
     ephemeral = process.get("ephemeral", False)
     return EmulatorConfig(**process, brokers=derive_brokers(broker, count, nested=ephemeral),
                           unknown_keys=tuple(unknown_keys))
+
+
+def broker_role_given(store: Mapping[str, Any]) -> BrokerRole:
+    return store.get("broker_role", BrokerRole.ASYNC_MASTER)
+
+
+def slave_of(master: BrokerConfig, index: int = 1, *, nested: bool = False) -> BrokerConfig:
+    """`serve --slaves N`: slave `index` (1..N) of a master: brokerId `index`, brokerRole SLAVE, the master's
+    port + 5 × index (its VIP port 2 below, its HA port 1 above: all within the master's 10 ports), its own
+    store directory (`<master's>/slave-<index>` when `nested`, else `<master's>-slave-<index>`)."""
+    root = master.store.store_path_root_dir.rstrip("/")
+    return replace(master, broker_id=index, listen_port=master.listen_port + 5 * index if master.listen_port else 0,
+                   advertised_port=master.advertised_port + 5 * index if master.advertised_port else None,
+                   store=replace(master.store, broker_role=BrokerRole.SLAVE,
+                                 store_path_root_dir=os.path.join(root, f"slave-{index}") if nested
+                                 else f"{root}-slave-{index}"))
+
+
+def _check_broker_id(broker: BrokerConfig) -> None:
+    """4.9.8's rule: a SLAVE has brokerId 1 or more; a master is brokerId 0."""
+    role = broker.store.broker_role
+    if role is BrokerRole.SLAVE and broker.broker_id <= 0:
+        raise SettingError("brokerId", "a SLAVE needs brokerId 1 or more (0 is the master's)")
+    if role is not BrokerRole.SLAVE and broker.broker_id != 0:
+        raise SettingError("brokerId", f"{broker.broker_id} is a slave's id: give brokerRole SLAVE too "
+                                       f"(serve --broker-role SLAVE)")
 
 
 def _check_role(process: Mapping[str, Any]) -> None:
@@ -208,6 +242,8 @@ def _check_role(process: Mapping[str, Any]) -> None:
             if process.get(key) is not None:
                 raise SettingError("processes", f"not with {flag} yet: run the brokers in one process for it, or "
                                                 f"start `serve --role broker {flag} ...` processes yourself")
+    if process.get("slaves") and not process.get("processes"):
+        raise SettingError("slaves", "runs each slave in a process of its own: give --processes too")
     if role is ServeRole.NAMESRV:
         for key, flag in (("grpc_server_port", "--grpc-port"), ("dashboard_port", "--dashboard-port")):
             if process.get(key) is not None:

@@ -31,9 +31,9 @@ from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCod
 from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
 from rocketmq_emulator.protocol.transport import RemotingConnection
 
-from .config import BrokerConfig, EmulatorConfig, ServeRole
-from .emulator import Emulator, write_ready_file
-from .settings import SETTINGS, current, text_of
+from rocketmq_emulator.broker.config import BrokerConfig, EmulatorConfig, ServeRole
+from rocketmq_emulator.broker.emulator import Emulator, write_ready_file
+from rocketmq_emulator.broker.settings import SETTINGS, current, rooted_at, slave_of, text_of
 
 log = logging.getLogger("rocketmq_emulator")
 
@@ -80,7 +80,8 @@ class BrokerProcess:
 
 
 class BrokerProcesses:
-    """The name server here, each broker of `config.brokers` in a process of its own."""
+    """The name server here, each broker of `config.brokers` (and `config.slaves` slaves of each: `broker-a/1`)
+    in a process of its own."""
 
     def __init__(self, config: EmulatorConfig, brokers: tuple[BrokerConfig, ...] | None = None) -> None:
         self.config = config
@@ -89,9 +90,9 @@ class BrokerProcesses:
         root = self.emulator.store_root  # the temporary store with --ephemeral, else the first broker's
         configs = brokers if brokers is not None else config.brokers
         if config.ephemeral:
-            from .settings import rooted_at
             configs = rooted_at(replace(config, brokers=configs), root)
-        self.children = [BrokerProcess(c) for c in configs]
+        slaves = [slave_of(m, k, nested=config.ephemeral) for m in configs for k in range(1, config.slaves + 1)]
+        self.children = [BrokerProcess(c) for c in (*configs, *slaves)]
         assert self.emulator.namesrv is not None
         table = self.emulator.namesrv.table
         table.register(EmulatorRequestCode.STOP_BROKER, self._stop_request)
@@ -107,7 +108,9 @@ class BrokerProcesses:
     async def start(self) -> None:
         await self.emulator.start()
         try:
-            await asyncio.gather(*(self._spawn(c) for c in self.children))
+            # the masters first: a slave learns its master from its first registration
+            await asyncio.gather(*(self._spawn(c) for c in self.children if c.config.broker_id == 0))
+            await asyncio.gather(*(self._spawn(c) for c in self.children if c.config.broker_id != 0))
         except BaseException:
             await self.stop()
             raise

@@ -30,6 +30,11 @@ SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "namesrv-addr": ("namesrvAddr", "with --role broker: the name servers to register with, HOST:PORT[;HOST:PORT]"),
     "broker-id": ("brokerId", "0 (default): the master of its broker name; 1: a slave that replicates its master "
                               "(same --broker-name) and serves reads"),
+    "broker-role": ("brokerRole", "ASYNC_MASTER (default), SYNC_MASTER (a send is answered once the slave has it) "
+                                  "or SLAVE (replicates its master from the master's HA port, the broker port + 1; "
+                                  "with --broker-id 1 or more)"),
+    "slaves": ("slaves", "with --processes: this many slaves of each broker, 0-3 (default 0): brokerId 1.., "
+                         "brokerRole SLAVE, on the broker's port + 5 per slave, each in its own process"),
     "slave-read-enable": ("slaveReadEnable", "true: a master tells a consumer that lags far behind to pull from "
                                              "the slave (default false, as 4.9.8)"),
     "namesrv-port": ("namesrvPort", "name server port (default 9876; 0 picks a free port)"),
@@ -334,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
     from rocketmq_emulator.protocol.transport import PortUnavailable
     try:
         if config.processes:
-            from rocketmq_emulator.broker.cluster import serve_processes
+            from .cluster import serve_processes
             uvloop.run(serve_processes(config, started=process_started()))
         else:
             uvloop.run(serve(config, started=process_started()))

@@ -295,6 +295,20 @@ class ClientInstance:
             raise NoRouteError(topic or broker_name, f"no master address known for broker {broker_name!r}")
         return addr
 
+    async def find_admin(self, broker_name: str, topic: str | None = None) -> str:
+        """The master of `broker_name`, else its slave (4.9.8's findBrokerAddressInAdmin): where a consumer reads
+        and commits its offsets, so that it goes on from a slave while the master is away."""
+        addrs = self.brokers.get(broker_name)
+        if not addrs and topic is not None:
+            try:
+                await self.topic_route(topic, refresh=True)
+            except ClientError:
+                pass
+            addrs = self.brokers.get(broker_name)
+        if not addrs:
+            raise NoRouteError(topic or broker_name, f"no address known for broker {broker_name!r}")
+        return addrs[min(addrs)]
+
     def subscribe_addr(self, broker_name: str, broker_id: int = routing.MASTER_ID) -> str | None:
         addrs = self.brokers.get(broker_name)
         if not addrs:

@@ -106,7 +106,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
     async def stored_offset(self, mq: MessageQueue) -> int:
         """The broker's offset of the group (-1: none); other answers and lost connections are raised."""
-        addr = await self.instance.find_master(mq.broker_name, mq.topic)
+        addr = await self.instance.find_admin(mq.broker_name, mq.topic)
         return await committed_offset(self.instance.api, addr, self.group, mq)
 
     async def _read_from_store(self, mq: MessageQueue) -> int:
@@ -119,7 +119,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
             return -2
 
     async def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int, oneway: bool = True) -> None:
-        addr = await self.instance.find_master(mq.broker_name, mq.topic)
+        addr = await self.instance.find_admin(mq.broker_name, mq.topic)
         await self.instance.api.update_consumer_offset(addr, self.group, mq, offset, oneway=oneway)
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, wait: bool = False) -> None:

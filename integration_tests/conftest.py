@@ -48,6 +48,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_docs.py": (),
     "test_docs_examples.py": (),
     "test_entities.py": ("java", "grpc5"),
+    "test_failover.py": ("java", "go"),
     "test_fast_forward.py": ("cpp", "grpc5"),
     "test_fresh_interpreter.py": (),
     "test_go_client.py": ("go",),

@@ -26,6 +26,7 @@ from rocketmq_emulator.protocol.bodies import MessageQueue, OffsetMovedEvent
 from rocketmq_emulator.protocol.message import java_string_hash
 from rocketmq_emulator.protocol.pop_headers import INIT_MODE_MIN
 from rocketmq_emulator.protocol.topics import OFFSET_MOVED_EVENT, RETRY_GROUP_TOPIC_PREFIX
+from rocketmq_emulator.store.config import BrokerRole
 from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketmq_emulator.store.results import GetMessageResult, GetMessageStatus
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq_emulator.pull")
 
 _S = GetMessageStatus
+_SLAVE = BrokerRole.SLAVE
 #: statuses that correct the offset (PULL_OFFSET_MOVED; POP reads again from the corrected offset)
 _ILLEGAL = frozenset({_S.OFFSET_TOO_SMALL, _S.OFFSET_OVERFLOW_BADLY})
 #: a told client's first pull of a queue since: (group, topic, queue id, client id) -> True once
@@ -161,6 +163,11 @@ class ConsumeCore:
             return None
         status = got.status
         outcome = _OUTCOMES.get(status) or (Outcome.MOVED if r.offset != 0 else Outcome.NOT_FOUND)
+        if store.config.broker_role is _SLAVE:  # 4.9.8: a slave neither stores a pull's commit nor corrects an
+            # offset (offsetCheckInSlave false): an illegal one is answered PULL_RETRY_IMMEDIATELY, offset unchanged
+            if outcome is Outcome.MOVED:
+                return ReadResult(Outcome.RETRY, status.name, r.offset, got.min_offset, got.max_offset, got)
+            return ReadResult(outcome, status.name, got.next_begin_offset, got.min_offset, got.max_offset, got)
         offsets = b.consumer_offset_manager
         if r.commit_offset is not None:
             offsets.commit_offset(r.peer, r.group, r.topic, r.queue_id, r.commit_offset)

@@ -67,6 +67,10 @@ class ScheduleMessageService:
         if wrapper is not None:
             self.offsets = dict(wrapper.offset_table)
 
+    def take_master_offsets(self, body: bytes) -> None:
+        """A slave keeps its master's delay-level offsets (GET_ALL_DELAY_OFFSET's body; broker/slave_sync.py)."""
+        self.offsets = dict(DelayOffsetSerializeWrapper.decode(body).offset_table)
+
     def encode(self) -> bytes:
         return fastjson.dumps(DelayOffsetSerializeWrapper(offset_table=self.offsets), pretty=True).encode()
 

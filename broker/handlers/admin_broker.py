@@ -14,7 +14,8 @@ from rocketmq_emulator.protocol.emulator_requests import DropConnectionsResponse
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
                                                 TopicRequestHeader)
 from rocketmq_emulator.protocol.java_texts import NULL_KEY_GET, NULL_KEY_REMOVE, topic_filter_type_invalid
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection
+from rocketmq_emulator.protocol.transport import DispatchTable, Handler, RemotingConnection
+from rocketmq_emulator.store.config import BrokerRole
 
 from rocketmq_emulator.protocol.message import java_hash_set_order
 
@@ -35,6 +36,14 @@ SYSTEM_TOPIC_SET_4_9 = ("TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_S
                         "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT")
 
 
+def _master_only(handler: Handler) -> Handler:
+    def refuse(req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        return RemotingCommand.response_to(req, ResponseCode.SYSTEM_ERROR, "Can't modify topic or subscription group "
+                                                                           "from slave broker, please execute it from "
+                                                                           "master broker.")
+    return refuse
+
+
 class AdminBrokerProcessor:
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
@@ -53,6 +62,10 @@ class AdminBrokerProcessor:
         table.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
         table.register(RequestCode.DELETE_EXPIRED_COMMITLOG, self.delete_expired_commitlog)
         table.register(EmulatorRequestCode.DROP_CONNECTIONS, self.drop_connections)
+        if self.broker.config.store.broker_role is BrokerRole.SLAVE:  # 4.9.8's validateSlave
+            table.wrap_handlers(_master_only, only=(RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER,
+                                                    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                                                    RequestCode.DELETE_SUBSCRIPTIONGROUP))
 
     def update_and_create_topic(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext(req.ext_fields)

@@ -42,6 +42,10 @@ _JSON = int(SerializeType.JSON)
 _found_frame = PullMessageResponseHeader.found_frame
 
 
+#: a slave's answer to an offset it cannot serve (4.9.8: PULL_RETRY_IMMEDIATELY, the group's brokerId suggested)
+_BADLY = frozenset({"OFFSET_OVERFLOW_BADLY", "OFFSET_TOO_SMALL", "NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"})
+
+
 class PullMessageProcessor:
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
@@ -112,15 +116,23 @@ class PullMessageProcessor:
             b.pull_hold_service.suspend(h.topic, h.queue_id, pr)
             return None
         got = result.got
+        suggest = 0  # 4.9.8: the master, unless slaveReadEnable: then the group's brokerId, or (the consumer lags
+        # by more than the memory share) its whichBrokerWhenConsumeSlowly; a slave's offset it cannot serve: the
+        # group's brokerId
+        if b.config.slave_read_enable:
+            suggest = group_cfg.which_broker_when_consume_slowly if got is not None and \
+                got.suggest_pulling_from_slave else group_cfg.broker_id
+        if outcome is Outcome.RETRY and result.remark in _BADLY and b.config.broker_id != 0:
+            suggest = group_cfg.broker_id
         if outcome is Outcome.FOUND and got is not None:
-            if allow_suspend and req.serialize_type == _JSON and conn.tracer is None:  # the hot path: the frame as
+            if allow_suspend and req.serialize_type == _JSON and conn.tracer is None and not suggest:  # the hot path: the frame as
                 # encoding the response below gives it (a held pull's re-run answers a command)
                 return _found_frame(req.opaque, result.next_offset, result.min_offset, result.max_offset, got.body())
             body = got.body()
         else:
             body = b""
         return RemotingCommand.response_to(req, _CODES[outcome], result.remark, PullMessageResponseHeader.fast_ext(
-            result.next_offset, result.min_offset, result.max_offset), body)
+            result.next_offset, result.min_offset, result.max_offset, suggest), body)
 
     def _sql92_filter(self, h: PullMessageRequestHeader, expression_type: str) -> Callable[[bytes], bool] | None:
         """The compiled SQL92 expression of the pull (its own, with the subscription flag) or of the group's

@@ -145,6 +145,20 @@ class ConsumerOffsetManager:
         if self.journal is not None:
             self.journal.close()
 
+    def take_master_offsets(self, table: dict[str, dict[int, int]]) -> None:
+        """A slave's copy of its master's offsets (broker/slave_sync.py), as 4.9.8's putAll: each `topic@group` of
+        the master replaces the slave's whole (a queue committed only on the slave goes); others stay."""
+        for key, queues in table.items():
+            mine = self.offset_table.get(key, {})
+            if mine == queues:
+                continue
+            for queue_id in [q for q in mine if q not in queues]:
+                self._record(key, queue_id, None)
+            for queue_id, offset in queues.items():
+                if mine.get(queue_id) != offset:
+                    self._record(key, queue_id, offset)
+            self.offset_table[key] = dict(queues)
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 when the group has none for this queue."""
         queues = self.offset_table.get(f"{topic}@{group}")

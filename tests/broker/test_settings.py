@@ -17,7 +17,7 @@ from rocketmq_emulator.broker.settings import SettingError, emulator_config, rea
 from rocketmq_emulator.cli.main import build_parser
 from rocketmq_emulator.cli.serve import ConfigError, config_from_args
 from rocketmq_emulator.protocol import BrokerError
-from rocketmq_emulator.store.config import FlushDiskType
+from rocketmq_emulator.store.config import BrokerRole, FlushDiskType
 
 #: settings every source can give: Java key -> (serve flag, text)
 SAME = {"brokerName": ("--broker-name", "broker-x"), "brokerClusterName": ("--cluster-name", "C1"),
@@ -57,10 +57,11 @@ def test_every_source_gives_the_same_config(tmp_path):
 def test_store_settings_live_in_the_store_config_with_javas_units(tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text("flushDiskType=SYNC_FLUSH\nmapedFileSizeConsumeQueue=6000001\nfileReservedTime=48\n"
-                    "messageDelayLevel=1s 2s\nbrokerRole=SLAVE\nsomethingNew=1\n")
+                    "messageDelayLevel=1s 2s\nbrokerRole=SLAVE\nbrokerId=1\nhaListenPort=1\nsomethingNew=1\n")
     values, unknown = read_broker_conf(conf)
-    assert unknown == ["somethingNew"]  # brokerRole: accepted and ignored
+    assert unknown == ["somethingNew"]  # haListenPort: accepted and ignored (the broker port + 1, as 4.9.8)
     store = emulator_config(values).broker.store
+    assert store.broker_role is BrokerRole.SLAVE
     assert store.flush_disk_type is FlushDiskType.SYNC_FLUSH
     assert store.mapped_file_size_consume_queue == 6000020  # bytes, whole 20-byte units as 4.9.8 rounds them
     assert (store.file_reserved_time, store.message_delay_level) == (48, "1s 2s")

@@ -87,6 +87,9 @@ class FakeInstance:
     async def find_master(self, broker_name, topic=None):
         return "127.0.0.1:10911"
 
+    async def find_admin(self, broker_name, topic=None):  # the master, or its slave while it is away
+        return "127.0.0.1:10911"
+
 
 async def test_remote_read_maps_answers():
     inst = FakeInstance()

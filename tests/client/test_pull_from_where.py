@@ -44,6 +44,9 @@ class FakeInstance:
     async def find_master(self, broker_name, topic=None):
         return "127.0.0.1:10911"
 
+    async def find_admin(self, broker_name, topic=None):  # the master, or its slave while it is away
+        return "127.0.0.1:10911"
+
 
 def context(stored, cfw, model=MessageModel.CLUSTERING, store=None) -> ConsumerContext:
     """The state compute_pull_from_where reads: a broker that answers as `stored` says, and an offset store."""
