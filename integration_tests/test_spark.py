@@ -17,8 +17,6 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra (pyspark) is part of the test extra")
 
-from pyspark.sql import functions as F  # noqa: E402
-
 from rocketmq_emulator.client import FIRST_OFFSET, PushConsumer  # noqa: E402
 from rocketmq_emulator.spark_tools import generate, read_topic, seed_topic, session  # noqa: E402
 from rocketmq_emulator.testing.command_line import COMMAND  # noqa: E402
@@ -58,9 +56,10 @@ def test_seed_200k_generated_messages_and_read_them_back(spark, broker):
     got = df.selectExpr("cast(body as string) as body", "tags", "keys")
     expected = generate(spark, 200_000, keys=5000, tags="TagA:3,TagB:1", seed=11).select("body", "tags", "keys")
     assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0  # every body, tag, key
-    per_queue = {(r["brokerName"], r["queueId"]): (r["lo"], r["hi"], r["n"]) for r in df.groupBy(
-        "brokerName", "queueId").agg(F.min("queueOffset").alias("lo"), F.max("queueOffset").alias("hi"),
-                                     F.count("*").alias("n")).collect()}
+    df.createOrReplaceTempView("seeded")
+    per_queue = {(r["brokerName"], r["queueId"]): (r["lo"], r["hi"], r["n"]) for r in spark.sql(
+        "SELECT brokerName, queueId, min(queueOffset) AS lo, max(queueOffset) AS hi, count(*) AS n FROM seeded "
+        "GROUP BY brokerName, queueId").collect()}
     assert sorted(per_queue) == [(b, q) for b in ("broker-a", "broker-b") for q in range(8)]
     for q, (lo, hi, n) in per_queue.items():
         assert lo == 0 and hi == n - 1 and n == report.queues[f"Seeded/{q[0]}/{q[1]}"], (q, lo, hi, n)  # 0..n-1
