@@ -69,6 +69,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_parity_acl.py": (),
     "test_parity_clients.py": ("java", "cpp", "go"),
     "test_parity_grpc.py": (),
+    "test_parity_ha.py": (),
     "test_parity_py5.py": ("grpc5",),
     "test_parity_record.py": ("parity-record",),
     "test_parity_remoting.py": (),
@@ -101,6 +102,7 @@ SHARED_SETUP: dict[str, str] = {
     "test_container.py": "container",             # the image, built once
     "test_container_tools.py": "container",
     "test_release.py": "release",                 # the sdist and wheel, built once
+    "test_parity_ha.py": "ha-parity",             # one master-slave set-up of emulator processes
 }
 
 

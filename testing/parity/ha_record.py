@@ -348,7 +348,9 @@ class Run:
                          self.env)
         self.rec.measure("boot.namesrv", self.procs.wait_text("namesrv", "boot success", 60))
 
-    def launch_broker(self, key: str, label: str, settings: dict[str, str]) -> None:
+    def place_broker(self, key: str, label: str) -> str:
+        """The listen port of broker `key`: a free one at its first launch (its addresses and ports aliased to
+        `label`), the same one at a restart. (integration_tests/test_parity_ha.py reuses it for the emulator.)"""
         if key not in self.addr:
             port = self.ports.get(2, 1)
             self.addr[key] = f"127.0.0.1:{port}"
@@ -357,7 +359,10 @@ class Run:
             self.rec.alias(f"127.0.0.1:{port - 2}", label[:-1] + "-fast>")
             self.rec.ports[str(port)] = label[:-1] + "-port>"
             self.rec.ports[str(port + 1)] = label[:-1] + "-ha-port>"
-        listen = self.addr[key].rsplit(":", 1)[1]
+        return self.addr[key].rsplit(":", 1)[1]
+
+    def launch_broker(self, key: str, label: str, settings: dict[str, str]) -> None:
+        listen = self.place_broker(key, label)
         args = [str(REAL_49.bin("broker")), "-n", self.ns, "-p", listen, "-d", str(self.root / key)]
         args += [f"{k}={v}" for k, v in settings.items()]
         self.procs.start(key, args, self.env)
