@@ -143,11 +143,14 @@ class CommitLog:
         return self.queue.create_mapped_file(0 if self.queue.min_offset < 0 else self.queue.min_offset)
 
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner], queue_offsets: Sequence[int],
-                     store_ts: int) -> tuple[PutMessageStatus, list[int] | None, list[int] | None]:
+                     store_ts: int, run: bool = False) -> tuple[PutMessageStatus, list[int] | None, list[int] | None]:
         """The one record writer (RocketMQ's doAppend): append `msgs` contiguously in one segment, all or nothing:
         one message, a batch, or a run of single sends read together (any topics and queues). `queue_offsets[i]`
         is message i's; all get one store timestamp. The first record's TOTALSIZE is written last: until then
         recovery sees none of them.
+
+        `run` (single sends read together): one that does not fit the current (non-empty) segment is not written
+        (RUN_CROSSES_SEGMENT): its messages are put one by one, each where a put of it alone puts it.
 
         Returns (status, list of physical offsets, list of sizes); offsets None when nothing was written."""
         if not msgs:
@@ -171,6 +174,8 @@ class CommitLog:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None, None
             if mf is not None and start + total + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
                 break
+            if run and start > 0:
+                return PutMessageStatus.RUN_CROSSES_SEGMENT, None, None
             try:
                 mf = self._roll(total)  # a fresh segment: the records fit there
             except OSError:

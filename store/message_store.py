@@ -387,7 +387,8 @@ class MessageStore(MessageLookup):
     def put_message_run(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
         """Single messages read together (any topics and queues, no transactional one): the same records, queue
         offsets and dispatch as `put_message` one after the other. All or nothing: on a failure nothing is
-        written (the caller may put them one by one to learn each message's own status)."""
+        written (the caller may put them one by one to learn each message's own status); a run that does not fit
+        the current commitlog segment is not written either (RUN_CROSSES_SEGMENT: put them one by one)."""
         return self._put(msgs, _RUN)
 
     def _put(self, msgs: Sequence[MessageExtBrokerInner], kind: int) -> PutMessageResult:
@@ -405,7 +406,7 @@ class MessageStore(MessageLookup):
             ts = _time_ns() // 1_000_000 if self._clock is None else self._clock()
             if ts < self._last_ts:  # the wall clock stepped back: store times stay monotonic in log order
                 ts = self._last_ts
-            status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offsets, ts)
+            status, offsets, sizes = self.commitlog.put_messages(msgs, queue_offsets, ts, kind == _RUN)
             if offsets is None or sizes is None:
                 return PutMessageResult(status)
             self._last_ts = ts
@@ -628,6 +629,14 @@ class MessageStore(MessageLookup):
     # ------------------------------------------------------------------------------------------------
     # stats
     # ------------------------------------------------------------------------------------------------
+    def disk_util(self) -> str:
+        """4.9.8's DefaultMessageStore.diskUtil: the used share of the disks of the commitlog, the consume queues and
+        the index, as the SERVICE_NOT_AVAILABLE remark of a refused send shows it."""
+        from .retention import disk_used_ratio
+        c = self.config
+        return "CL: %5.2f CQ: %5.2f INDEX: %5.2f" % tuple(disk_used_ratio(p) for p in (
+            c.commit_log_dir, c.consume_queue_dir, c.index_dir))
+
     def running_stats(self) -> dict[str, object]:
         cl = self.commitlog
         rec = self.recovery

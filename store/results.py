@@ -25,6 +25,10 @@ class PutMessageStatus(enum.Enum):
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
     OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
+    #: the emulator's own: a run of single sends that does not fit the current commitlog segment is not written;
+    #: the caller puts its messages one by one, so that each lands where a put of it alone puts it (the native
+    #: lane and the Python path group sends into runs differently; their files must be byte-equal)
+    RUN_CROSSES_SEGMENT = "RUN_CROSSES_SEGMENT"
 
 
 class GetMessageStatus(enum.Enum):

@@ -37,13 +37,22 @@ def test_a_run_stores_what_single_puts_would(open_store, clock, tmp_path):
     assert found.phy_offsets == [r.phy_offsets[7]]
 
 
-def test_a_run_that_does_not_fit_goes_whole_to_the_next_segment(open_store):
+def test_a_run_that_does_not_fit_the_segment_is_left_to_puts_one_by_one(open_store):
+    """Each message of a run lands where a put of it alone puts it, however sends were grouped into runs: a run
+    crossing the segment's end is not written, and put one by one its first messages fill the segment."""
     store = open_store()
     store.put_message(make_msg(body=os.urandom(3000)))
-    r = store.put_message_run([make_msg(queue_id=q % 2, body=os.urandom(200)) for q in range(6)])
-    assert r.status is PutMessageStatus.PUT_OK
-    assert r.phy_offsets[0] == 4096 and all(4096 <= p < 8192 for p in r.phy_offsets)
-    assert r.queue_offsets == [1, 0, 2, 1, 3, 2]
+    run = [make_msg(queue_id=q % 2, body=os.urandom(200)) for q in range(6)]
+    r = store.put_message_run(run)
+    assert r.status is PutMessageStatus.RUN_CROSSES_SEGMENT and r.phy_offsets is None
+    assert store.get_max_offset_in_queue("TopicA", 1) == 0  # nothing written, nothing dispatched
+    one_by_one = [store.put_message(m) for m in run]
+    assert all(x.status is PutMessageStatus.PUT_OK for x in one_by_one)
+    offsets = [x.phy_offsets[0] for x in one_by_one]
+    assert offsets[0] < 4096 and offsets[-1] >= 4096  # the first ones in the segment, the rest in the next
+    assert [x.logics_offset for x in one_by_one] == [1, 0, 2, 1, 3, 2]
+    whole = store.put_message_run([make_msg(body=os.urandom(200)) for _ in range(3)])  # fits: one write
+    assert whole.status is PutMessageStatus.PUT_OK and len(whole.phy_offsets) == 3
 
 
 def test_a_run_is_all_or_nothing(open_store):
