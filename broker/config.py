@@ -103,6 +103,9 @@ class BrokerConfig:
     #: ms between registrations with the name servers (4.9.8: 30000, clamped to 10-60 s; here at least 100 ms, so
     #: that tests see a slave learn its restarted master sooner)
     register_name_server_period: int = 30000
+    #: ms between a slave's copies of its master's topics, groups and offsets (4.9.8: 10000, fixed; the emulator's
+    #: own setting, so that tests see a topic created on the master reach its slave sooner)
+    slave_synchronize_period: int = 10000
     #: the configured port (0: a free one, known once bound: `BrokerController.listen_port`)
     listen_port: int = 10911
     #: the address put in route data and message ids (settings.resolve_broker_ip1 fills the default)

@@ -51,7 +51,7 @@ from .handlers.send_message import SendMessageProcessor
 from .ha.sync_master import answer_when_replicated, per_request_sends
 from .namesrv import RouteInfoManager
 from .outer_api import LocalNamesrv, MasterLink, NamesrvLink, Registration
-from .slave_sync import SYNC_PERIOD_S, SlaveSynchronize
+from .slave_sync import SlaveSynchronize
 from .state.broadcast_offset import BroadcastOffsetManager
 from .state.client_manager import ConsumerManager, ProducerManager
 from .state.config_file import write_config_files
@@ -276,7 +276,7 @@ class BrokerController:
         every(lambda: self.config.register_name_server_period / 1000, self._register_periodically)
         if slave:
             assert self.slave_sync is not None
-            every(SYNC_PERIOD_S, self.slave_sync.sync_all)
+            every(lambda: self.config.slave_synchronize_period / 1000, self.slave_sync.sync_all)
         else:
             every(lambda: self.config.transaction_check_interval / 1000, self.transaction_check.check)  # updatable
             every(0.2, self.pop_service.revive)
@@ -372,7 +372,7 @@ class BrokerController:
                 sgm.update(SubscriptionGroupConfig(group_name=group))
                 log.info("consumer group %s created (configured at start)", group)
 
-    async def stop(self, unregister: bool = True) -> None:
+    async def stop(self, unregister: bool = True, clean: bool = True) -> None:
         """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store; then
         (unless told not to) remove the broker's routes from the in-process name server."""
         self.server.stop_accepting()
@@ -390,7 +390,7 @@ class BrokerController:
             await self.ha_server.stop()
         if self.master_link is not None:
             self.master_link.close()
-        self.store.stop()
+        self.store.stop(clean)
         await self.server.stop()
         if self.vip_server is not None:
             await self.vip_server.stop()

@@ -30,7 +30,7 @@ from .core.read_model import BrokerFront, ReadModel
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
 from .outer_api import LocalNamesrv, NamesrvLink, RemoteNamesrvs
-from .settings import rooted_at
+from .settings import broker_key, rooted_at, slave_of
 from .state.delivery_log import DeliveryLog
 
 if TYPE_CHECKING:
@@ -85,8 +85,12 @@ class Emulator:
         self._fronts: dict[str, BrokerFront] = {}  # broker name -> its read model and write cores (_broker)
         if config.role is ServeRole.NAMESRV:
             configs = ()
+        elif config.slaves and not config.processes:  # each master's slaves, after the masters
+            configs = (*configs, *(slave_of(m, k, nested=config.ephemeral) for m in configs
+                                   for k in range(1, config.slaves + 1)))
         self.brokers = [self._broker(c) for c in (*configs, *(extra_brokers or ()))]
-        self.stopped: set[str] = set()  # names of brokers taken away with stop_broker
+        self.stopped: set[str] = set()  # keys (broker_key) of brokers taken away with stop_broker or kill_broker
+        self.paused: set[str] = set()  # keys of brokers paused with pause_broker
         self.grpc: GrpcEndpoint | None = None  # the 5.x clients' endpoint (grpc_server_port)
         self.dashboard: DashboardServer | None = None  # dashboard_port
         self._route_drops: dict[str, asyncio.TimerHandle] = {}
@@ -99,6 +103,8 @@ class Emulator:
             table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
             table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
             table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
+            table.register(EmulatorRequestCode.KILL_BROKER, self._kill_broker_request)
+            table.register(EmulatorRequestCode.PAUSE_BROKER, self._pause_broker_request)
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
         if self.tracer is not None:
@@ -111,14 +117,16 @@ class Emulator:
         broker = BrokerController(config, link, host=self.config.host, vip_channel=vip_channel,
                                   namesrv_addr=lambda: self.namesrv_addr, clock=self.clock,
                                   admin_guard=self.admin_guard)
-        if self.config.dashboard_port is not None:  # its message story reads the deliveries
-            broker.delivery_log = DeliveryLog()
-        self._fronts[config.broker_name] = BrokerFront(ReadModel(broker), broker)
+        if config.broker_id == 0:  # the fronts (dashboard, gRPC) see the masters
+            if self.config.dashboard_port is not None:  # its message story reads the deliveries
+                broker.delivery_log = DeliveryLog()
+            self._fronts[config.broker_name] = BrokerFront(ReadModel(broker), broker)
         return broker
 
     def fronts(self) -> list[BrokerFront]:
         """The running brokers as the fronts (dashboard, gRPC) see them: a read model and the write cores each."""
-        return [self._fronts[b.config.broker_name] for b in self.brokers if b.config.broker_name not in self.stopped]
+        return [self._fronts[b.config.broker_name] for b in self.brokers
+                if b.config.broker_id == 0 and broker_key(b.config) not in self.stopped]
 
     def read_model(self, name: str | None = None) -> ReadModel:
         """The read model of broker `name` (default: the first)."""
@@ -218,7 +226,10 @@ class Emulator:
             await self.grpc.stop()
             self.grpc = None
         for b in self.brokers:
-            if b.config.broker_name not in self.stopped:
+            key = broker_key(b.config)
+            if key in self.paused:
+                self.pause_broker(key, False)
+            if key not in self.stopped:
                 await b.stop()
         if self.namesrv is not None:
             await self.namesrv.stop()
@@ -229,10 +240,11 @@ class Emulator:
 
     # -- one broker away and back -------------------------------------------------------------------
     def find_broker(self, name: str) -> BrokerController:
+        """A broker by its key: `broker-a` (the master) or `broker-a/1` (its slave)."""
         for b in self.brokers:
-            if b.config.broker_name == name:
+            if broker_key(b.config) == name:
                 return b
-        known = ", ".join(b.config.broker_name for b in self.brokers)
+        known = ", ".join(broker_key(b.config) for b in self.brokers)
         raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no broker named {name!r} in this emulator (it has {known})")
 
     async def stop_broker(self, name: str, route_delay: float = 0.0) -> None:
@@ -242,10 +254,43 @@ class Emulator:
         if name in self.stopped:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is already stopped")
         self.stopped.add(name)
+        self.paused.discard(name)
         await broker.stop(unregister=route_delay <= 0)
         if route_delay > 0:
             self._route_drops[name] = asyncio.get_running_loop().call_later(route_delay, self._drop_routes, name)
         log.info("%s stopped%s", name, f"; its routes go in {route_delay:g} s" if route_delay > 0 else "")
+
+    async def kill_broker(self, name: str) -> None:
+        """As a killed process: its connections close, its store is left as a crash leaves it (recovered at the
+        next start), its routes go at once (a killed broker's connection to the name server closes)."""
+        broker = self.find_broker(name)
+        if name in self.stopped:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is already stopped")
+        self.stopped.add(name)
+        self.paused.discard(name)
+        await broker.stop(clean=False)
+        log.info("%s killed", name)
+
+    def pause_broker(self, name: str, paused: bool = True) -> None:
+        """As a paused process (SIGSTOP): its connections stay open and are accepted, it answers nothing; or go
+        on. (In one process, replication and the broker's timers go on meanwhile.)"""
+        broker = self.find_broker(name)
+        if name in self.stopped:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is stopped")
+        for server in _broker_servers(broker):
+            server.pause(paused)
+        (self.paused.add if paused else self.paused.discard)(name)
+        log.info("%s %s", name, "paused" if paused else "resumed")
+
+    async def _kill_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        await self.kill_broker(h.broker_name)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} killed")
+
+    async def _pause_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        self.pause_broker(h.broker_name, h.paused)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {'paused' if h.paused else 'resumed'}")
 
     def _drop_routes(self, name: str) -> None:
         self._route_drops.pop(name, None)
@@ -280,7 +325,7 @@ class Emulator:
         total = {"offsetMillis": self.clock.offset_ms, "delivered": 0, "revived": 0, "pullsAnswered": 0,
                  "filesDeleted": 0}
         for b in self.brokers:
-            if b.config.broker_name not in self.stopped:
+            if broker_key(b.config) not in self.stopped:
                 for key, n in b.run_due_work().items():
                     total[key] += n
         log.info("clock advanced by %g s (now %g s ahead): %d delayed message(s) delivered, %d POP message(s) "

@@ -82,7 +82,8 @@ _PROCESS: dict[str, Parse] = {
 #: a broker's (Java's BrokerConfig / NettyServerConfig, then this emulator's own)
 _BROKER: dict[str, Parse] = {
     "brokerName": _str, "brokerClusterName": _str, "brokerId": _number("long", 0, 2**63 - 1),
-    "slaveReadEnable": _bool, "registerNameServerPeriod": _number("int", 100, _INT32), "listenPort": _PORT, "brokerIP1": _optional(_str),
+    "slaveReadEnable": _bool, "registerNameServerPeriod": _number("int", 100, _INT32),
+    "slaveSynchronizePeriod": _number("int", 100, _INT32), "listenPort": _PORT, "brokerIP1": _optional(_str),
     "advertisedPort": _optional(_PORT), "vipChannelEnabled": _bool, "autoCreateTopicEnable": _bool,
     "autoCreateSubscriptionGroup": _bool, "brokerPermission": _number("int", 0, 7),
     "defaultTopicQueueNums": _number("int", 1, 1024), "longPollingEnable": _bool,
@@ -206,6 +207,11 @@ def broker_role_given(store: Mapping[str, Any]) -> BrokerRole:
     return store.get("broker_role", BrokerRole.ASYNC_MASTER)
 
 
+def broker_key(config: BrokerConfig) -> str:
+    """How the test controls name a broker: `broker-a` for a master, `broker-a/1` for its slave of brokerId 1."""
+    return config.broker_name if config.broker_id == 0 else f"{config.broker_name}/{config.broker_id}"
+
+
 def slave_of(master: BrokerConfig, index: int = 1, *, nested: bool = False) -> BrokerConfig:
     """`serve --slaves N`: slave `index` (1..N) of a master: brokerId `index`, brokerRole SLAVE, the master's
     port + 5 × index (its VIP port 2 below, its HA port 1 above: all within the master's 10 ports), its own
@@ -242,8 +248,6 @@ def _check_role(process: Mapping[str, Any]) -> None:
             if process.get(key) is not None:
                 raise SettingError("processes", f"not with {flag} yet: run the brokers in one process for it, or "
                                                 f"start `serve --role broker {flag} ...` processes yourself")
-    if process.get("slaves") and not process.get("processes"):
-        raise SettingError("slaves", "runs each slave in a process of its own: give --processes too")
     if role is ServeRole.NAMESRV:
         for key, flag in (("grpc_server_port", "--grpc-port"), ("dashboard_port", "--dashboard-port")):
             if process.get(key) is not None:

@@ -1,4 +1,5 @@
-"""A slave's copy of its master's configuration (4.9.8's SlaveSynchronize): every 10 s the slave asks its master
+"""A slave's copy of its master's configuration (4.9.8's SlaveSynchronize): every 10 s (`slaveSynchronizePeriod`,
+the emulator's own setting; first as soon as a registration tells it its master) the slave asks its master
 for all topic configs, consumer offsets, delay-level offsets and subscription groups. Topic configs and groups
 replace the slave's when the master's data version differs; the master's offsets are merged over the slave's (a
 commit a consumer sent to the slave while the master was away stays until the master has one for that queue);
@@ -19,10 +20,6 @@ from .state.subscription_group import SubscriptionGroupManager
 from .state.topic_config import TopicConfigManager
 
 log = logging.getLogger("rocketmq_emulator.broker")
-
-#: 4.9.8: every 10 s, the first 3 s after the start
-SYNC_PERIOD_S = 10.0
-
 
 class DelayOffsets(Protocol):
     def take_master_offsets(self, body: bytes) -> None: ...

@@ -266,6 +266,16 @@ async def stop_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     return {"broker": a.broker_name, "state": "stopped", "routeDelaySeconds": a.route_delay}, remark
 
 
+async def kill_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    remark = await admin.kill_broker(a.broker_name)
+    return {"broker": a.broker_name, "state": "killed"}, remark
+
+
+async def pause_broker(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    remark = await admin.pause_broker(a.broker_name, not a.resume)
+    return {"broker": a.broker_name, "state": "running" if a.resume else "paused"}, remark
+
+
 async def advance_time(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
     done = await admin.advance_time(a.seconds)
     return done, (f"clock advanced by {a.seconds:g} s (now {done['offsetMillis'] / 1000:g} s ahead): "
@@ -451,8 +461,18 @@ def add_admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--route-delay", dest="route_delay", type=float_range(0, 3600), default=0.0, metavar="SECONDS",
                    help="keep the routes this long, as a real name server does until the heartbeat times out "
                         "(default 0: drop them at once)")
-    p = cmd("startBroker", start_broker, "bring a broker taken away with stopBroker back (emulator only)")
+    p = cmd("startBroker", start_broker, "bring a broker taken away with stopBroker or killBroker back (emulator "
+                                         "only)")
     p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+    p = cmd("killBroker", kill_broker, "as a crash: a broker goes without a clean stop (SIGKILL with --processes); "
+                                       "its routes go at once (emulator only)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True,
+                   help="broker-a (a master) or broker-a/1 (its slave)")
+    p = cmd("pauseBroker", pause_broker, "a broker answers nothing, its connections stay open (SIGSTOP with "
+                                         "--processes), until --resume (emulator only)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True,
+                   help="broker-a (a master) or broker-a/1 (its slave)")
+    p.add_argument("--resume", action="store_true", help="go on answering")
     p = cmd("advanceTime", advance_time, "fast-forward the broker clock: what is due within SECONDS happens now "
                                          "(delays, retries, invisible times, check-backs, retention; emulator only)")
     p.add_argument("-s", "--seconds", dest="seconds", required=True,

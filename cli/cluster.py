@@ -98,6 +98,8 @@ class BrokerProcesses:
         table.register(EmulatorRequestCode.STOP_BROKER, self._stop_request)
         table.register(EmulatorRequestCode.START_BROKER, self._start_request)
         table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
+        table.register(EmulatorRequestCode.KILL_BROKER, self._kill_request)
+        table.register(EmulatorRequestCode.PAUSE_BROKER, self._pause_request)
         self._watchers: list[asyncio.Task[None]] = []
 
     @property
@@ -256,6 +258,16 @@ class BrokerProcesses:
         h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
         await self.start_broker(h.broker_name)
         return RemotingCommand.response_to(req, remark=f"{h.broker_name} started")
+
+    async def _kill_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        await self.kill_broker(h.broker_name)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} killed")
+
+    async def _pause_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        self.pause_broker(h.broker_name, h.paused)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {'paused' if h.paused else 'resumed'}")
 
     async def _advance_time_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         raise BrokerError(ResponseCode.SYSTEM_ERROR, "advancing the clock is not available with --processes (each "

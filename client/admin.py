@@ -488,6 +488,21 @@ class Admin(InstanceUser):
         self.instance.routes.clear()
         return response.remark or f"{broker_name} stopped"
 
+    async def kill_broker(self, broker_name: str) -> str:
+        """As a crash: `broker-a` (a master) or `broker-a/1` (its slave) goes without a clean stop (with `serve
+        --processes`: SIGKILL); its routes go at once. Emulator only; `start_broker` brings it back."""
+        ext = BrokerLifecycleRequestHeader(broker_name=broker_name).to_ext()
+        response = await self._namesrv(EmulatorRequestCode.KILL_BROKER, ext, operation=f"kill broker {broker_name}")
+        self.instance.routes.clear()
+        return response.remark or f"{broker_name} killed"
+
+    async def pause_broker(self, broker_name: str, paused: bool = True) -> str:
+        """As SIGSTOP (`paused`) or SIGCONT: its connections stay open, it answers nothing. Emulator only."""
+        ext = BrokerLifecycleRequestHeader(broker_name=broker_name, paused=paused).to_ext()
+        response = await self._namesrv(EmulatorRequestCode.PAUSE_BROKER, ext,
+                                       operation=f"{'pause' if paused else 'resume'} broker {broker_name}")
+        return response.remark or f"{broker_name} {'paused' if paused else 'resumed'}"
+
     async def advance_time(self, seconds: float) -> dict[str, int]:
         """Fast-forward the emulator's broker clock by `seconds`: what is due by then happens now (delayed
         messages and retries, POP invisible times, transaction check-backs, retention, held pulls). Emulator only.

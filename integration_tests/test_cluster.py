@@ -7,39 +7,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rocketmq_emulator.testing.command_line import COMMAND, run_cli
+from rocketmq_emulator.testing.command_line import run_cli
+from rocketmq_emulator.testing.serve_process import Serve, cluster_list
 from rocketmq_emulator.testing.waits import wait_until
-
-
-class Serve:
-    """`rocketmq-emulator serve ARGS --ready-file F` in a subprocess; `info` is its ready file."""
-
-    def __init__(self, tmp: Path, name: str, *args: str) -> None:
-        self.ready = tmp / f"{name}.ready.json"
-        self.log = tmp / f"{name}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETMQ_EMULATOR_")}
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([*COMMAND, "serve", *args, "--ready-file", str(self.ready)], stdout=out,
-                                         stderr=subprocess.STDOUT, env=env)
-        if not wait_until(lambda: self.ready.exists() or self.proc.poll() is not None, 30):
-            self.stop()
-            raise AssertionError(f"serve {args} was not ready in 30 s: {self.text()}")
-        assert self.proc.poll() is None, self.text()
-        self.info: dict[str, Any] = json.loads(self.ready.read_text())
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(20)
 
 
 @pytest.fixture
@@ -53,12 +27,6 @@ def started(tmp_path):
     yield start
     for s in reversed(made):
         s.stop()
-
-
-def cluster_list(namesrv: str) -> list[list[str]]:
-    proc = run_cli("admin", "clusterList", "-n", namesrv)
-    assert proc.returncode == 0, proc.stderr
-    return [line.split() for line in proc.stdout.strip().splitlines()[1:]]
 
 
 def produce(namesrv: str, topic: str, count: int) -> list[str]:
@@ -170,3 +138,30 @@ def test_a_broker_process_registers_with_the_real_4_9_8_name_server(started, tmp
         assert len(got.of("consumed")) == 6, got.describe()
         a.stop(signal.SIGKILL)
         assert wait_until(lambda: cluster_list(namesrv) == [], 10)  # 4.9.8's onChannelDestroy
+
+
+def test_the_compose_example_says_what_the_emulator_understands():
+    """docs/examples/compose-2m-2s.yaml: every service's command parses as serve's own flags; two masters
+    (SYNC_MASTER) and a slave of each (brokerId 1, the master's name), all registered with the namesrv service."""
+    import yaml
+
+    from rocketmq_emulator.broker.config import ServeRole
+    from rocketmq_emulator.cli.main import build_parser
+    from rocketmq_emulator.cli.serve import config_from_args
+    from rocketmq_emulator.store.config import BrokerRole
+
+    compose = yaml.safe_load((Path(__file__).resolve().parents[1] / "docs" / "examples" /
+                              "compose-2m-2s.yaml").read_text())
+    roles = {}
+    for name, service in compose["services"].items():
+        config = config_from_args(build_parser().parse_args(service["command"]), environ={})
+        if config.role is ServeRole.NAMESRV:
+            roles[name] = "namesrv"
+            continue
+        b = config.broker
+        assert config.role is ServeRole.BROKER and config.namesrv_addr == ("namesrv:9876",)
+        assert b.broker_ip1 == name  # clients of the compose network reach it by its service name
+        roles[name] = (b.broker_name, b.broker_id, b.store.broker_role)
+    assert roles == {"namesrv": "namesrv",
+                     "broker-a": ("broker-a", 0, BrokerRole.SYNC_MASTER), "broker-a-s": ("broker-a", 1, BrokerRole.SLAVE),
+                     "broker-b": ("broker-b", 0, BrokerRole.SYNC_MASTER), "broker-b-s": ("broker-b", 1, BrokerRole.SLAVE)}

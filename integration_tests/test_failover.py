@@ -13,10 +13,9 @@ import subprocess
 import uuid
 from pathlib import Path
 
-import pytest
 
-from integration_tests.test_cluster import Serve, cluster_list
 from rocketmq_emulator.testing.command_line import run_cli
+from rocketmq_emulator.testing.serve_process import Serve, cluster_list
 from rocketmq_emulator.testing.waits import wait_until
 
 RMQ_GO = Path(__file__).resolve().with_name("go") / "rmq-go"

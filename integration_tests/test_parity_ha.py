@@ -38,9 +38,9 @@ broker.conf; 4.9.8's default 30 s was kept in the recording), so the slave learn
 second; the recorder's waits poll for it.
 
 Where the emulator answers differently, the step is marked xfail(strict=True) in DIFFERENCES, naming the
-difference: the comparison itself is never loosened (6 steps: the remark of a send to the slave, slaveReadEnable
-changed at run time, WAIT=false on a V2 send to a SYNC_MASTER without its slave). The brokers run in the default
-mode; `--compat 4.9` answers these steps the same.
+difference: the comparison itself is never loosened. None is marked today (the first run found 6 steps: the
+remark of a send to the slave, slaveReadEnable changed at run time, WAIT=false on a V2 send to a SYNC_MASTER
+without its slave; all mended). The brokers run in the default mode.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from unittest import mock
 
 import pytest
 
-from integration_tests.test_cluster import Serve
+from rocketmq_emulator.testing.serve_process import Serve
 from rocketmq_emulator.testing.parity import ha_record
 from rocketmq_emulator.testing.parity.ha_record import G_OFFSET, G_SLAVE, TOPIC, Recorder, Run
 
@@ -69,30 +69,10 @@ NOT_COMPARED = [s["step"] for s in RECORD["steps"] if s["step"] not in RECORDED]
 #: longest wait between two steps (the recorder allows up to 150 s for 4.9.8's schedules); the emulator's slave
 #: sync runs every 10 s
 WAIT_CAP_S = 20.0
-_SLAVE_REMARK = ("a send to a slave: 4.9.8's remark is \"service not available now. It may be caused by one of the "
-                 "following reasons: the broker's disk is full [CL: %5.2f CQ: %5.2f INDEX: %5.2f], messages are put "
-                 "to the slave, message store has been shut down, etc.\" (SendMessageProcessor.handlePutMessageResult); "
-                 "the emulator answers the same code 14 and header with the remark \"service not available now. It "
-                 "may be caused by the store being shut down or the disk being full.\" (broker/core/send_core.py "
-                 "PUT_STATUS_RESPONSES), also with --compat 4.9")
-_SLAVE_READ_AT_RUN_TIME = ("UPDATE_BROKER_CONFIG slaveReadEnable=true at run time: 4.9.8 applies it at once, so a "
-                           "FOUND pull of a group with brokerId 1 suggests 1; the emulator stores and reports it "
-                           "(GET_BROKER_CONFIG says true) but its pulls go on suggesting 0 until the next start "
-                           "(slaveReadEnable is not in broker/core/runtime_config.py's LIVE keys; started with "
-                           "--slave-read-enable true it suggests 1)")
-#: step -> how the emulator's answer differs from 4.9.8's (the step is xfail(strict=True))
-DIFFERENCES: dict[str, str] = {
-    "2.send.slave": _SLAVE_REMARK,
-    "2.send.slave.unknown_topic": _SLAVE_REMARK,
-    "6.send.slave.master_down": _SLAVE_REMARK,
-    "3.pull.master.slaveReadEnable_true.group_brokerId_1": _SLAVE_READ_AT_RUN_TIME,
-    "3.pull.slave.slaveReadEnable_true.group_brokerId_1": _SLAVE_READ_AT_RUN_TIME,
-    "2.send.sync_master.slave_down.wait_false": (
-        "SEND_MESSAGE_V2 with the property WAIT=false to a SYNC_MASTER whose slave is stopped: 4.9.8 answers 0 "
-        "SUCCESS (no slave check when !isWaitStoreMsgOK); the emulator answers 11 SLAVE_NOT_AVAILABLE (same header): "
-        "broker/ha/sync_master.py's _waits reads a V2 send's properties from ext field \"p\", but V2 carries them "
-        "in \"i\", so WAIT=false is never seen on a V2 send"),
-}
+#: step -> how the emulator's answer differs from 4.9.8's (the step is xfail(strict=True)); none today: the three
+#: found by the first run (the remark of a send to a slave, slaveReadEnable not applied at run time, WAIT=false not
+#: seen on a V2 send) are mended
+DIFFERENCES: dict[str, str] = {}
 
 
 class EmulatorRun(Run):

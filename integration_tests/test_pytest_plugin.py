@@ -296,3 +296,12 @@ async def test_declared(rocketmq_broker):
 """)
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-entities", str(other)).assert_outcomes(
         passed=1)
+
+
+def test_the_failover_example_passes_with_a_slave_of_each_broker(pytester):
+    """docs/user/cluster.md's failover test file: a master killed, its slave serves every acknowledged message."""
+    text = (README.parent / "cluster.md").read_text()
+    block = text.split("<!-- failover-example:start -->", 1)[1].split("<!-- failover-example:end -->", 1)[0]
+    project(pytester, test_failover=block.split("```python\n", 1)[1].rsplit("```", 1)[0])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rocketmq-slaves", "1")
+    result.assert_outcomes(passed=1)

@@ -36,6 +36,8 @@ class EmulatorRequestCode(IntEnum):
     STOP_BROKER = 990003
     START_BROKER = 990004
     ADVANCE_TIME = 990005
+    KILL_BROKER = 990006
+    PAUSE_BROKER = 990007
 
 
 class ExpireFilesNowRequestHeader(CommandHeader, kw_only=True):
@@ -66,5 +68,9 @@ class AdvanceTimeResponseHeader(CommandHeader, kw_only=True):
 
 
 class BrokerLifecycleRequestHeader(CommandHeader, kw_only=True):
+    """STOP_BROKER, START_BROKER, KILL_BROKER and PAUSE_BROKER: `broker_name` is `broker-a` (a master) or
+    `broker-a/1` (its slave of brokerId 1)."""
     broker_name: str
     route_delay_millis: int = 0
+    #: PAUSE_BROKER: true pauses, false resumes
+    paused: bool = True

@@ -105,6 +105,7 @@ class RemotingConnection(asyncio.Protocol):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
         self._reading_paused = False
+        self._frozen = False  # `freeze`: reads nothing, whatever the backpressure says (a paused broker)
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._out: list[bytes] | None = None  # answers produced while handling one read, written at once
@@ -312,6 +313,18 @@ class RemotingConnection(asyncio.Protocol):
         elif self._reading_paused and not self._writing_paused and \
                 self._in_flight <= min(RESUME_IN_FLIGHT, self.max_in_flight // 2):
             self._reading_paused = False
+            if not self._frozen:
+                transport.resume_reading()
+
+    def freeze(self, frozen: bool = True) -> None:
+        """Stop reading requests (the connection stays open, nothing is answered), or go on: a paused broker."""
+        self._frozen = frozen
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        if frozen:
+            transport.pause_reading()
+        elif not self._reading_paused:
             transport.resume_reading()
 
     # -- writing and requests to the peer -----------------------------------------------------------
@@ -420,6 +433,7 @@ class RemotingServer:
         self.port = port
         self.max_in_flight = max_in_flight
         self.connections: set[RemotingConnection] = set()
+        self.paused = False  # `pause`: every connection, new ones too, reads nothing
         self._server: asyncio.base_events.Server | None = None
         self.on_connection_lost: list[Callable[[RemotingConnection], None]] = []
 
@@ -463,8 +477,16 @@ class RemotingServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def pause(self, paused: bool = True) -> None:
+        """Answer nothing (connections stay open and are accepted, requests are not read), or go on."""
+        self.paused = paused
+        for conn in self.connections:
+            conn.freeze(paused)
+
     def _connection_made(self, conn: RemotingConnection) -> None:
         self.connections.add(conn)
+        if self.paused:
+            conn.freeze()
         log.debug("%s: connection from %s", self.name, conn.peer)
 
     def _connection_lost(self, conn: RemotingConnection) -> None:

@@ -50,6 +50,8 @@ class RocketMQBroker:
         self.grpc_endpoint: str | None = None
         #: "http://127.0.0.1:PORT/" of the dashboard, when started with one
         self.dashboard_url: str | None = None
+        #: slaves of each broker (`--rocketmq-slaves`)
+        self.slaves = 0
         self._process = process
         self._command = command or []
         self._paused = False
@@ -64,7 +66,10 @@ class RocketMQBroker:
         return Admin(self.namesrv_addr, instance_name=f"pytest-admin-{uuid.uuid4().hex[:12]}")
 
     def create_topic(self, topic: str, queues: int = 4) -> str:
+        """On every master; with slaves (`--rocketmq-slaves`), returns once they have it too."""
         self._with_admin(lambda admin: admin.create_topic(topic, queues, queues))
+        if self.slaves:
+            self._with_admin(lambda admin: _slaves_have(admin, topic))
         return topic
 
     # -- faults -------------------------------------------------------------------------------------
@@ -96,6 +101,17 @@ class RocketMQBroker:
         """Bring a broker taken away with `stop_broker` back (same store and ports)."""
         self._refuse_shared("start_broker", "start a broker of it")
         self._emulator_only(lambda admin: admin.start_broker(broker_name), "start_broker")
+
+    def kill_broker(self, broker_name: str) -> None:
+        """As a crash: `broker-a` (a master) or `broker-a/1` (a slave, `--rocketmq-slaves`) goes without a clean
+        stop; its routes go at once. `start_broker` brings it back."""
+        self._refuse_shared("kill_broker", "kill a broker every client of it uses")
+        self._emulator_only(lambda admin: admin.kill_broker(broker_name), "kill_broker")
+
+    def pause_broker(self, broker_name: str, paused: bool = True) -> None:
+        """One broker answers nothing (its connections stay open) until `pause_broker(name, False)`."""
+        self._refuse_shared("pause_broker", "pause a broker every client of it uses")
+        self._emulator_only(lambda admin: admin.pause_broker(broker_name, paused), "pause_broker")
 
     def _refuse_shared(self, what: str, effect: str) -> None:
         """The faults that reach beyond this session's topics and clients run only on the plugin's own emulator:
@@ -203,19 +219,48 @@ def _spawn(command: list[str], log_path: Path, timeout: float = 30.0) -> subproc
     raise RuntimeError(f"rocketmq-emulator not ready after {timeout} s:\n{log_path.read_text()[-3000:]}")
 
 
+async def _slaves_have(admin: Admin, topic: str, timeout: float = 10.0) -> None:
+    """Wait until every slave lists `topic` (they copy their masters' topics every 200 ms here)."""
+    from rocketmq_emulator.protocol import RequestCode
+    from rocketmq_emulator.protocol.admin_bodies import TopicConfigSerializeWrapper
+    info = await admin.cluster_info()
+    slaves = [a for bd in info.broker_addr_table.values() for bid, a in bd.broker_addrs.items() if bid != 0]
+    deadline = asyncio.get_running_loop().time() + timeout
+    for addr in slaves:
+        while True:
+            response = await admin.instance.api.call(addr, RequestCode.GET_ALL_TOPIC_CONFIG, operation="topics")
+            if topic in TopicConfigSerializeWrapper.decode(response.body).topic_config_table:
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"the slave {addr} has no topic {topic} after {timeout:g} s")
+            await asyncio.sleep(0.05)
+
+
+def _slave_conf(root: Path) -> Path:
+    conf = root / "slaves.conf"
+    conf.write_text("slaveSynchronizePeriod=200\nregisterNameServerPeriod=1000\n")
+    return conf
+
+
 def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool = False,
-                    dashboard: bool = False) -> RocketMQBroker:
+                    dashboard: bool = False, slaves: int = 0) -> RocketMQBroker:
     """`rocketmq-emulator serve` in a subprocess on free loopback ports, its store in `root/store` and its log
     in `root/emulator.log` (also for scripts: the offset crash benchmark uses it). `grpc`: also the 5.x
     clients' endpoint (`grpc_endpoint`); `dashboard`: also the dashboard (`dashboard_url`)."""
     root.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
-        ns_port, broker_port = free_port(), free_broker_port(brokers)
+        ns_port, broker_port = free_port(), free_broker_port(brokers, slaves)
         grpc_port = free_port({ns_port, broker_port, broker_port - 2}) if grpc else None
         dashboard_port = free_port({ns_port, broker_port, broker_port - 2, grpc_port or 0}) if dashboard else None
         command = [*COMMAND, "serve", "--host", "127.0.0.1",
                    "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-                   "--store-dir", str(root / "store"), "--brokers", str(brokers), *serve_args,
+                   "--store-dir", str(root / "store"), "--brokers", str(brokers),
+                   # slaves: the masters answer a send once their slave has it (SYNC_MASTER), so that a test that
+                   # kills a master finds every acknowledged message on its slave
+                   # kills a master finds every acknowledged message on its slave; the slaves copy their masters'
+                   # topics every 200 ms (create_topic waits for them)
+                   *(("--slaves", str(slaves), "--broker-role", "SYNC_MASTER", "--config",
+                      str(_slave_conf(root))) if slaves else ()), *serve_args,
                    *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
                    *(("--dashboard-port", str(dashboard_port)) if dashboard_port is not None else ())]
         log_path = root / "emulator.log"
@@ -231,6 +276,7 @@ def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool =
                                 process, command, log_path)
         broker.grpc_endpoint = f"127.0.0.1:{grpc_port}" if grpc_port is not None else None
         broker.dashboard_url = f"http://127.0.0.1:{dashboard_port}/" if dashboard_port is not None else None
+        broker.slaves = slaves
         return broker
     raise AssertionError("unreachable")
 

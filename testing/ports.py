@@ -16,9 +16,9 @@ def free_port(exclude: frozenset[int] | set[int] = frozenset()) -> int:
             return port
 
 
-def free_broker_port(brokers: int = 1) -> int:
-    """A port P with P and P-2 (the broker's VIP port) free on 127.0.0.1, and for `brokers` > 1 the ports of
-    `serve --brokers N` too (P + 10 i and P + 10 i - 2)."""
+def free_broker_port(brokers: int = 1, slaves: int = 0) -> int:
+    """A port P with P, P-2 (the broker's VIP port) and P+1 (its HA port) free on 127.0.0.1, and for `brokers` > 1
+    the ports of `serve --brokers N` too (P + 10 i, its - 2 and + 1), and of each broker's `slaves` (+ 5 k)."""
     from rocketmq_emulator.broker.config import BROKER_PORT_STEP, VIP_PORT_OFFSET
     for _ in range(200):
         port = free_port()
@@ -27,8 +27,10 @@ def free_broker_port(brokers: int = 1) -> int:
         try:
             with contextlib.ExitStack() as stack:
                 for i in range(brokers):
-                    for p in (port + BROKER_PORT_STEP * i, port + BROKER_PORT_STEP * i - VIP_PORT_OFFSET):
-                        stack.enter_context(socket.socket()).bind(("127.0.0.1", p))
+                    for k in range(slaves + 1):
+                        base = port + BROKER_PORT_STEP * i + 5 * k
+                        for p in (base, base - VIP_PORT_OFFSET, base + 1):
+                            stack.enter_context(socket.socket()).bind(("127.0.0.1", p))
             return port
         except OSError:
             continue

@@ -15,7 +15,10 @@ With `--rocketmq-grpc` the emulator also serves RocketMQ 5.x clients: `rocketmq_
 "127.0.0.1:PORT" to give a 5.x client's ClientConfiguration (None without the option).
 
 With `--rocketmq-brokers N` the emulator runs N brokers (broker-a, broker-b, ...) and topics are created on all
-of them; `rocketmq_broker.stop_broker(name)` / `start_broker(name)` take one away and bring it back.
+of them; `rocketmq_broker.stop_broker(name)` / `start_broker(name)` take one away and bring it back. With
+`--rocketmq-slaves 1` each has a slave (`broker-a/1`, replicating broker-a); `kill_broker(name)` (a crash) and
+`pause_broker(name)` / `pause_broker(name, False)` (it answers nothing) take a master or a slave for failover
+tests (README "Master and slave").
 
 Options: `--rocketmq-namesrv ADDR` runs the same tests against a broker started elsewhere (a real RocketMQ or
 the container; the faults that need the process, or would reach beyond the session's topics and clients, are
@@ -56,6 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rocketmq-brokers", type=int, default=1, metavar="N",
                     help="brokers in the emulator (broker-a, broker-b, ...; default 1): for cluster tests with "
                          "rocketmq_broker.stop_broker()/start_broker()")
+    group.addoption("--rocketmq-slaves", type=int, default=0, metavar="N",
+                    help="slaves of each broker (broker-a/1, ...; default 0): for failover tests with "
+                         "rocketmq_broker.kill_broker()/pause_broker()")
     group.addoption("--rocketmq-grpc", action="store_true", default=False,
                     help="also serve RocketMQ 5.x clients: rocketmq_broker.grpc_endpoint is the gRPC endpoint "
                          "(needs the [grpc] extra)")
@@ -131,6 +137,7 @@ def rocketmq_broker(request: pytest.FixtureRequest) -> Any:
                              *(("--compat", compat) if compat else ()),
                              *(("--entities", str(Path(entities).resolve())) if entities else ()),
                              brokers=request.config.getoption("rocketmq_brokers"),
+                             slaves=request.config.getoption("rocketmq_slaves"),
                              grpc=request.config.getoption("rocketmq_grpc"))
     if trace is not None:
         request.config.stash[_TRACE] = trace

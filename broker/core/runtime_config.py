@@ -51,7 +51,8 @@ def rocketmq_home() -> str:
 LIVE = ("autoCreateTopicEnable", "autoCreateSubscriptionGroup", "brokerPermission", "flushConsumerOffsetInterval",
         "longPollingEnable", "shortPollingTimeMills", "notifyConsumerIdsChangedEnable", "maxMessageSize",
         "fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "flushIntervalCommitLog", "newGroupOffset",
-        "useServerSideResetOffset", "enableBroadcastOffsetStore", "broadcastOffsetExpireSecond")
+        "useServerSideResetOffset", "enableBroadcastOffsetStore", "broadcastOffsetExpireSecond", "slaveReadEnable",
+        "registerNameServerPeriod", "slaveSynchronizePeriod", "slaveTimeout", "haSlaveFallbehindMax")
 #: modelled by this emulator, used from the next start
 NEXT_START = ("brokerName", "brokerClusterName", "listenPort", "brokerIP1", "storePathRootDir",
               "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "defaultTopicQueueNums", "messageDelayLevel",

@@ -57,13 +57,18 @@ PUT_STATUS_RESPONSES = {
                                        "the message is illegal, maybe msg body or properties length not matched."),
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL,
                                                 "the message is illegal, maybe msg properties length limit 32k."),
-    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE,
-                                             "service not available now. It may be caused by the store being "
-                                             "shut down or the disk being full."),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE, None),  # (with the disks' use)
     PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow "
                                                                      "control for a while"),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+    PutMessageStatus.RUN_CROSSES_SEGMENT: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),  # (put one by one instead)
 }
+def service_not_available(disk_util: str) -> str:
+    """4.9.8's remark of a send the store refused (disk full, a slave, stopped)."""
+    return (f"service not available now. It may be caused by one of the following reasons: the broker's disk is full "
+            f"[{disk_util}], messages are put to the slave, message store has been shut down, etc.")
+
+
 #: the codes answered with the message's id, queue and offset (Java's sendOK); the statuses of stored messages,
 #: counted and waking held pulls, are store.results.STORED
 _SEND_OK = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
@@ -209,6 +214,8 @@ class SendMessageCore:
         requests read together, one message each. Stored messages are counted in the statistics and wake the
         held pulls of their queues."""
         code, remark = PUT_STATUS_RESPONSES[result.status]
+        if code == ResponseCode.SERVICE_NOT_AVAILABLE:
+            remark = service_not_available(self.broker.store.disk_util())
         if code not in _SEND_OK:
             for _ in queue_ids:
                 self._stats.put_failed()

@@ -184,6 +184,8 @@ class HAServer:
         self._connections[conn] = task
         try:
             await conn.run()
+        except asyncio.CancelledError:  # stop(): ended here, so that the stream's callback sees a normal end
+            pass
         finally:
             self._connections.pop(conn, None)
 

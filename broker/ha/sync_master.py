@@ -47,7 +47,7 @@ def answer_when_replicated(table: DispatchTable, ha: Replication, put_end: PutEn
 
 def _waits(request: RemotingCommand) -> bool:
     ext = request.ext_fields or {}
-    props = ext.get("p") if request.code == RequestCode.SEND_MESSAGE_V2 else ext.get("properties")
+    props = ext.get("i") if request.code == RequestCode.SEND_MESSAGE_V2 else ext.get("properties")  # V2: "i"
     return not props or _NO_WAIT not in props
 
 
