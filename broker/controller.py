@@ -508,7 +508,7 @@ class BrokerController:
         if self.ha_client is not None:
             self.ha_client.update_master_address(ha_addr)
         if new and master_addr is not None:  # the first copy of the master's configuration at once
-            task = asyncio.get_running_loop().create_task(self.slave_sync.sync_all())
+            task: asyncio.Future[object] = asyncio.ensure_future(self.slave_sync.sync_all())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

@@ -204,7 +204,8 @@ def emulator_config(values: Mapping[str, Any] | None = None, /, *, unknown_keys:
 
 
 def broker_role_given(store: Mapping[str, Any]) -> BrokerRole:
-    return store.get("broker_role", BrokerRole.ASYNC_MASTER)
+    role: BrokerRole = store.get("broker_role", BrokerRole.ASYNC_MASTER)
+    return role
 
 
 def broker_key(config: BrokerConfig) -> str:
