@@ -206,7 +206,8 @@ NAMESRV_KEYS: dict[str, tuple[str, str]] = {
 NOT_4_9_KEYS = frozenset({
     "broadcastOffsetExpireSecond", "channelExpiredTimeoutSecond", "compat", "enableBroadcastOffsetStore",
     "enableTopicMessageTypeCheck", "minInvisibleTimeMillsForRecv", "newGroupOffset", "offsetDurability",
-    "popFromRetryProbability", "recoveryCutInvalidRecords", "useServerSideResetOffset", "vipChannelEnabled"})
+    "popFromRetryProbability", "recoveryCutInvalidRecords", "slaveSynchronizePeriod", "useServerSideResetOffset",
+    "vipChannelEnabled"})
 
 BROKER_ALWAYS_BLACKLISTED = ("brokerConfigPath", "rocketmqHome", "configBlackList")
 NAMESRV_ALWAYS_BLACKLISTED = ("configStorePath", "kvConfigPath", "configBlackList")

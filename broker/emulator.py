@@ -20,7 +20,7 @@ from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHead
                                                           BrokerLifecycleRequestHeader, EmulatorRequestCode)
 from rocketmq_emulator.protocol.entities import read_entities_file
 from rocketmq_emulator.protocol.extras import install_hint
-from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
+from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
 
 from .clock import BrokerClock
 from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig, ServeRole
@@ -100,11 +100,8 @@ class Emulator:
             if self.brokers and self.broker.acl is not None:  # with ACL on, the test controls need an admin too
                 AdminGuard(None, is_admin=self.broker.acl.is_admin).protect(table)
                 self.admin_guard.accounts_required = True  # (and the dashboard's destructive actions are refused)
-            table.register(EmulatorRequestCode.STOP_BROKER, self._stop_broker_request)
-            table.register(EmulatorRequestCode.START_BROKER, self._start_broker_request)
+            register_broker_controls(table, self)
             table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
-            table.register(EmulatorRequestCode.KILL_BROKER, self._kill_broker_request)
-            table.register(EmulatorRequestCode.PAUSE_BROKER, self._pause_broker_request)
         self.descriptor_watch = DescriptorWatch()
         self._watch_task: asyncio.Task[None] | None = None
         if self.tracer is not None:
@@ -282,15 +279,20 @@ class Emulator:
         (self.paused.add if paused else self.paused.discard)(name)
         log.info("%s %s", name, "paused" if paused else "resumed")
 
-    async def _kill_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.kill_broker(h.broker_name)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} killed")
+    def members(self) -> list[dict[str, Any]]:
+        """Every broker of this process, masters and slaves (the dashboard's brokers panel): its key (`broker-a`,
+        `broker-a/1`), name, id, role, address and state (running, paused or stopped)."""
+        out = []
+        for b in self.brokers:
+            key = broker_key(b.config)
+            state = "stopped" if key in self.stopped else "paused" if key in self.paused else "running"
+            out.append({"key": key, "name": b.config.broker_name, "id": b.config.broker_id,
+                        "role": b.config.store.broker_role.value, "addr": b.broker_addr, "state": state})
+        return out
 
-    async def _pause_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        self.pause_broker(h.broker_name, h.paused)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {'paused' if h.paused else 'resumed'}")
+    async def control_broker(self, key: str, what: str) -> str:
+        """The dashboard's broker controls: kill, pause, resume, stop or start broker `key`."""
+        return await control_broker(self, key, what)
 
     def _drop_routes(self, name: str) -> None:
         self._route_drops.pop(name, None)
@@ -339,16 +341,6 @@ class Emulator:
         return RemotingCommand.response_to(req, ext_fields=AdvanceTimeResponseHeader(
             offset_millis=done["offsetMillis"], delivered=done["delivered"], revived=done["revived"],
             pulls_answered=done["pullsAnswered"], files_deleted=done["filesDeleted"]).to_ext())
-
-    async def _stop_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.stop_broker(h.broker_name, h.route_delay_millis / 1000)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} stopped")
-
-    async def _start_broker_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.start_broker(h.broker_name)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} started")
 
     async def __aenter__(self) -> Emulator:
         await self.start()
@@ -409,12 +401,25 @@ def second_broker(config: BrokerConfig, name: str = "broker-b", port_offset: int
                    advertised_port=None, store=replace(config.store, store_path_root_dir=f"{root}-{name}"))
 
 
-async def serve(config: EmulatorConfig, started: float | None = None) -> None:
-    """Run until SIGTERM/SIGINT. `started` (`time.perf_counter()` clock): when the process started, for the
-    ready line's "started in" figure (default: now)."""
+class Served(Protocol):
+    """What `serve` runs: the Emulator, or `serve --processes`' supervisor (cli/cluster.py)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def ready_info(self) -> dict[str, Any]: ...
+
+    def ready_line(self) -> str: ...
+
+
+async def serve(config: EmulatorConfig, started: float | None = None,
+                make: Callable[[EmulatorConfig], Served] = Emulator) -> None:
+    """Run `make(config)` (the Emulator by default) until SIGTERM/SIGINT. `started` (`time.perf_counter()` clock):
+    when the process started, for the ready line's "started in" figure (default: now)."""
     started = time.perf_counter() if started is None else started
     raise_descriptor_limit()
-    emulator = Emulator(config)
+    served = make(config)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -422,22 +427,67 @@ async def serve(config: EmulatorConfig, started: float | None = None) -> None:
     ready_file = Path(config.ready_file) if config.ready_file else None
     if ready_file is not None:
         ready_file.unlink(missing_ok=True)  # a file left by a killed run must not pass for this one's
-    await emulator.start()
+    await served.start()
     if ready_file is not None:
         try:
-            write_ready_file(ready_file, emulator.ready_info())
+            write_ready_file(ready_file, served.ready_info())
         except OSError as exc:
-            await emulator.stop()
+            await served.stop()
             raise OSError(f"cannot write the ready file {str(ready_file)!r}: {exc.strerror or exc}") from None
-    log.info("%s (started in %.0f ms)", emulator.ready_line(), (time.perf_counter() - started) * 1000)
+    log.info("%s (started in %.0f ms)", served.ready_line(), (time.perf_counter() - started) * 1000)
     try:
         await stop.wait()
     finally:
         t0 = time.perf_counter()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
-        await emulator.stop()
+        await served.stop()
         log.info("stopped in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+
+class BrokerControls(Protocol):
+    """The test controls of brokers (`broker-a`, its slave `broker-a/1`): the Emulator's, in one process, and
+    the supervisor's of `serve --processes`."""
+
+    async def stop_broker(self, name: str, route_delay: float = 0.0) -> None: ...
+
+    async def start_broker(self, name: str) -> None: ...
+
+    async def kill_broker(self, name: str) -> None: ...
+
+    def pause_broker(self, name: str, paused: bool = True) -> None: ...
+
+
+_DONE = {"kill": "killed", "pause": "paused", "resume": "resumed", "stop": "stopped", "start": "started"}
+
+
+async def control_broker(target: BrokerControls, name: str, what: str, route_delay: float = 0.0) -> str:
+    """Kill, pause, resume, stop or start broker `name`; what was done ("killed", ...)."""
+    if what == "kill":
+        await target.kill_broker(name)
+    elif what in ("pause", "resume"):
+        target.pause_broker(name, what == "pause")
+    elif what == "stop":
+        await target.stop_broker(name, route_delay)
+    elif what == "start":
+        await target.start_broker(name)
+    else:
+        raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no broker control {what!r} (kill, pause, resume, stop, start)")
+    return _DONE[what]
+
+
+def register_broker_controls(table: DispatchTable, target: BrokerControls) -> None:
+    """The name server's emulator requests STOP_BROKER, START_BROKER, KILL_BROKER and PAUSE_BROKER (`admin
+    stopBroker`, `startBroker`, `killBroker`, `pauseBroker`), answered by `target`."""
+    whats = {EmulatorRequestCode.STOP_BROKER: "stop", EmulatorRequestCode.START_BROKER: "start",
+             EmulatorRequestCode.KILL_BROKER: "kill"}
+
+    async def control(req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
+        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
+        what = whats.get(EmulatorRequestCode(req.code)) or ("pause" if h.paused else "resume")
+        done = await control_broker(target, h.broker_name, what, h.route_delay_millis / 1000)
+        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {done}")
+    table.register([*whats, EmulatorRequestCode.PAUSE_BROKER], control)
 
 
 def write_ready_file(path: Path, info: dict[str, Any]) -> None:

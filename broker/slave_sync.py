@@ -8,11 +8,11 @@ the delay offsets are kept as the master's. A slave never writes any of them on 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from rocketmq_emulator.protocol import RequestCode
-from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, SubscriptionGroupWrapper,
-                                                     TopicConfigSerializeWrapper)
+from rocketmq_emulator.protocol.admin_bodies import (ConsumerOffsetSerializeWrapper, DataVersion,
+                                                     SubscriptionGroupWrapper, TopicConfigSerializeWrapper)
 
 from .outer_api import MasterLink
 from .state.consumer_offset import ConsumerOffsetManager
@@ -42,23 +42,31 @@ class SlaveSynchronize:
         topics, offsets, delays, groups = got
         if topics is not None:
             w = TopicConfigSerializeWrapper.decode(topics)
-            tcm = self.topics
-            if w.data_version != tcm.data_version:
-                tcm.table = dict(w.topic_config_table)
-                tcm.data_version = w.data_version
-                tcm.persist()
-                log.info("slave: %d topic config(s) taken from the master", len(tcm.table))
+            if _take(self.topics, w.topic_config_table, w.data_version):
+                log.info("slave: %d topic config(s) taken from the master", len(w.topic_config_table))
         if offsets is not None:
-            table = ConsumerOffsetSerializeWrapper.decode(offsets).offset_table
-            self.offsets.take_master_offsets(table)
+            self.offsets.take_master_offsets(ConsumerOffsetSerializeWrapper.decode(offsets).offset_table)
         if delays is not None:
             self.delays.take_master_offsets(delays)
         if groups is not None:
             g = SubscriptionGroupWrapper.decode(groups)
-            sgm = self.groups
-            if g.data_version != sgm.data_version:
-                sgm.table = dict(g.subscription_group_table)
-                sgm.data_version = g.data_version
-                sgm.persist()
+            _take(self.groups, g.subscription_group_table, g.data_version)
         if all(x is not None for x in got):
             self.synced += 1
+
+
+class _Versioned(Protocol):
+    table: Any
+    data_version: DataVersion
+
+    def persist(self) -> None: ...
+
+
+def _take(manager: _Versioned, table: dict[str, Any], version: DataVersion) -> bool:
+    """The master's table replaces the slave's when its data version differs (4.9.8); True when it did."""
+    if version == manager.data_version:
+        return False
+    manager.table = dict(table)
+    manager.data_version = version
+    manager.persist()
+    return True

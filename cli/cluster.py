@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
-from rocketmq_emulator.protocol.emulator_requests import BrokerLifecycleRequestHeader, EmulatorRequestCode
+from rocketmq_emulator.protocol.emulator_requests import EmulatorRequestCode
 from rocketmq_emulator.protocol.transport import RemotingConnection
 
 from rocketmq_emulator.broker.config import BrokerConfig, EmulatorConfig, ServeRole
-from rocketmq_emulator.broker.emulator import Emulator, write_ready_file
+from rocketmq_emulator.broker.emulator import Emulator, register_broker_controls, serve
 from rocketmq_emulator.broker.settings import SETTINGS, current, rooted_at, slave_of, text_of
 
 log = logging.getLogger("rocketmq_emulator")
@@ -95,11 +95,8 @@ class BrokerProcesses:
         self.children = [BrokerProcess(c) for c in (*configs, *slaves)]
         assert self.emulator.namesrv is not None
         table = self.emulator.namesrv.table
-        table.register(EmulatorRequestCode.STOP_BROKER, self._stop_request)
-        table.register(EmulatorRequestCode.START_BROKER, self._start_request)
+        register_broker_controls(table, self)
         table.register(EmulatorRequestCode.ADVANCE_TIME, self._advance_time_request)
-        table.register(EmulatorRequestCode.KILL_BROKER, self._kill_request)
-        table.register(EmulatorRequestCode.PAUSE_BROKER, self._pause_request)
         self._watchers: list[asyncio.Task[None]] = []
 
     @property
@@ -212,8 +209,9 @@ class BrokerProcesses:
         known = ", ".join(c.name for c in self.children)
         raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no broker named {name!r} here (there are {known})")
 
-    async def stop_broker(self, name: str) -> None:
-        """A clean stop of one broker's process (it unregisters)."""
+    async def stop_broker(self, name: str, route_delay: float = 0.0) -> None:
+        """A clean stop of one broker's process (it unregisters at once: `route_delay` is for brokers in one
+        process)."""
         c = self.find(name)
         if not c.running:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is already stopped")
@@ -248,26 +246,6 @@ class BrokerProcesses:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is not running")
         c.proc.send_signal(signal.SIGSTOP if paused else signal.SIGCONT)
         c.paused = paused
-
-    async def _stop_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.stop_broker(h.broker_name)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} stopped")
-
-    async def _start_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.start_broker(h.broker_name)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} started")
-
-    async def _kill_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        await self.kill_broker(h.broker_name)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} killed")
-
-    async def _pause_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        self.pause_broker(h.broker_name, h.paused)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {'paused' if h.paused else 'resumed'}")
 
     async def _advance_time_request(self, req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
         raise BrokerError(ResponseCode.SYSTEM_ERROR, "advancing the clock is not available with --processes (each "
@@ -305,29 +283,4 @@ def _status(code: int | None) -> str:
 
 async def serve_processes(config: EmulatorConfig, started: float | None = None) -> None:
     """`serve --processes`: run until SIGTERM/SIGINT, as `emulator.serve` does for one process."""
-    started = time.perf_counter() if started is None else started
-    cluster = BrokerProcesses(config)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    ready_file = Path(config.ready_file) if config.ready_file else None
-    if ready_file is not None:
-        ready_file.unlink(missing_ok=True)
-    await cluster.start()
-    if ready_file is not None:
-        try:
-            write_ready_file(ready_file, cluster.ready_info())
-        except OSError as exc:
-            await cluster.stop()
-            raise OSError(f"cannot write the ready file {str(ready_file)!r}: {exc.strerror or exc}") from None
-    log.info("%s (started in %.0f ms)", cluster.ready_line(), (time.perf_counter() - started) * 1000)
-    try:
-        await stop.wait()
-    finally:
-        t0 = time.perf_counter()
-        if ready_file is not None:
-            ready_file.unlink(missing_ok=True)
-        await cluster.stop()
-        log.info("stopped in %.0f ms", (time.perf_counter() - t0) * 1000)
-
+    await serve(config, started, BrokerProcesses)

@@ -101,8 +101,9 @@ class Admin(InstanceUser):
     def _what(self) -> str:
         return "the admin client"
 
-    async def _namesrv(self, code: int, ext: dict[str, str] | None = None, *, operation: str) -> Any:
-        response = await self.instance.invoke_namesrv(request(code, ext))
+    async def _namesrv(self, code: int, ext: dict[str, str] | None = None, *, operation: str,
+                       timeout: float | None = None) -> Any:
+        response = await self.instance.invoke_namesrv(request(code, ext), timeout)
         if response.code != ResponseCode.SUCCESS:
             raise response_error(response.code, response.remark, operation=operation, addr=NAMESRV)
         return response
@@ -518,7 +519,10 @@ class Admin(InstanceUser):
     async def start_broker(self, broker_name: str) -> str:
         """Bring a broker taken away with `stop_broker` back (same store and ports)."""
         ext = BrokerLifecycleRequestHeader(broker_name=broker_name).to_ext()
-        response = await self._namesrv(EmulatorRequestCode.START_BROKER, ext, operation=f"start broker {broker_name}")
+        # (a broker process of `serve --processes` starts, recovers its store and registers: seconds, not the
+        # request timeout's 3)
+        response = await self._namesrv(EmulatorRequestCode.START_BROKER, ext, operation=f"start broker {broker_name}",
+                                       timeout=max(60.0, self.instance.config.request_timeout))
         self.instance.routes.clear()
         return response.remark or f"{broker_name} started"
 

@@ -463,3 +463,47 @@ def test_the_story_of_a_message_retried_twice_then_consumed_lists_each_step_in_o
             shot(page, "story")
     finally:
         broker.stop()
+
+
+def broker_ids(namesrv: str) -> list[int]:
+    listed = cli_json("clusterList", "-n", namesrv)
+    assert isinstance(listed, list)
+    return sorted(b["brokerId"] for b in listed)
+
+
+def test_the_controls_page_kills_pauses_and_starts_a_master_and_its_slave(tmp_path):
+    """`serve --slaves 1` in one process: the controls page lists broker-a and its slave broker-a/1; killing the
+    master leaves the slave serving every acknowledged message, a paused slave answers nothing until resumed, and
+    the master starts again on its store and port."""
+    broker = launch_emulator(tmp_path / "emu", "--topic", "Orders:2", dashboard=True, slaves=1)
+    try:
+        namesrv = broker.namesrv_addr
+        produce(namesrv, "Orders", 4)  # SYNC_MASTER: each acknowledged once the slave has it
+        with browser_page() as page:
+            page.goto(broker.dashboard_url + "#/controls")
+            page.wait_for_selector('[data-testid="cluster"]')
+            assert [(r["key"], r["role"]) for r in rows(page, "cluster")] == [("broker-a", "SYNC_MASTER"),
+                                                                               ("broker-a/1", "SLAVE")]
+            slave_addr = rows(page, "cluster")[1]["addr"]
+            shot(page, "controls-brokers")
+
+            page.click('[data-broker="broker-a"][data-control="kill"]')
+            page.wait_for_selector('[data-state="broker-a"]:text("stopped")')
+            assert broker_ids(namesrv) == [1]
+            got = run_cli("consume", "-n", namesrv, "-t", "Orders", "--from-beginning", "--max-messages", "4",
+                          "--idle-timeout", "20", timeout=60)
+            assert got.returncode == 0 and len(got.stdout.strip().splitlines()) == 4, got.stderr  # from the slave
+
+            page.click('[data-broker="broker-a/1"][data-control="pause"]')
+            page.wait_for_selector('[data-state="broker-a/1"]:text("paused")')
+            silent = run_cli("admin", "brokerStatus", "-b", slave_addr, "--timeout", "1", timeout=30)
+            assert silent.returncode != 0 and "no answer" in silent.stderr, silent.stderr
+            page.click('[data-broker="broker-a/1"][data-control="resume"]')
+            page.wait_for_selector('[data-state="broker-a/1"]:text("running")')
+            assert run_cli("admin", "brokerStatus", "-b", slave_addr, timeout=30).returncode == 0
+
+            page.click('[data-broker="broker-a"][data-control="start"]')
+            page.wait_for_selector('[data-state="broker-a"]:text("running")')
+            assert broker_ids(namesrv) == [0, 1]
+    finally:
+        broker.stop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -163,3 +164,26 @@ def test_the_readme_entities_example_runs_as_written(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert '      "messageType": "FIFO"' in lines and lines[-1] == "MQ_INST_1_a%Orders", done.stdout
+
+
+def test_the_readme_failover_example_runs_as_written(tmp_path):
+    """README "A cluster: processes, master and slave": the bash block (two SYNC_MASTER brokers and their slaves in
+    processes, broker-a's master killed, every message read, the master started again), as written."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## A cluster: processes, master and slave", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "NAMESRV_ADDR": "",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen(["bash", "-e", "-c", block], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=180)
+    finally:  # a step that failed leaves the brokers running (the block ends with kill %1): stop them
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        proc.wait(30)
+    assert proc.returncode == 0, out + err
+    assert out.count("SEND_OK") == 8 and "broker-a killed" in out and "broker-a started" in out, out
+    assert len([line for line in out.splitlines() if line.startswith("Orders broker-")]) == 8, out  # all 8 read

@@ -485,8 +485,9 @@ class RemotingServer:
 
     def _connection_made(self, conn: RemotingConnection) -> None:
         self.connections.add(conn)
-        if self.paused:
+        if self.paused:  # (again once the loop has started reading it: uvloop starts after connection_made)
             conn.freeze()
+            asyncio.get_running_loop().call_soon(conn.freeze, self.paused)
         log.debug("%s: connection from %s", self.name, conn.peer)
 
     def _connection_lost(self, conn: RemotingConnection) -> None:

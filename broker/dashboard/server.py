@@ -12,6 +12,7 @@ refuses them (403) and the pages hide them. Bad input is answered 400 (404 for a
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import socket
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 import msgspec
 from aiohttp import web
 
+from rocketmq_emulator.protocol import BrokerError
 from rocketmq_emulator.protocol.trace import NotATraceError, TraceFilter, format_text, parse_codes, read_trace
 from rocketmq_emulator.protocol.transport import PortUnavailable
 
@@ -54,6 +56,11 @@ class EmulatorView(Protocol):
     def grpc_port(self) -> int | None: ...
 
     def advance_time(self, seconds: float) -> dict[str, int]: ...
+
+    def members(self) -> list[dict[str, Any]]:
+        """Every broker of the process, masters and slaves, with its role and state."""
+
+    async def control_broker(self, key: str, what: str) -> str: ...
 
 log = logging.getLogger("rocketmq_emulator.dashboard")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -156,6 +163,9 @@ class DashboardServer:
                                                            admin="dropping connections"))
         post("/api/controls/advance", self.action(lambda b, body, r: self.emulator.advance_time(
             views.number(body.get("seconds"), "seconds")), admin="advancing time"))
+        get("/api/cluster", self.cluster)
+        post("/api/cluster/{key:[^/]+(?:/[0-9]+)?}/{what}", self.action(self._control, admin="controlling a broker",
+                                                                      needs_broker=False))
         app.router.add_static("/static", STATIC)
         return app
 
@@ -211,9 +221,10 @@ class DashboardServer:
         """The read model of the broker the request names (?broker=, default: the first running)."""
         return self.broker(request).read
 
-    def action(self, fn: Callable[[Any, dict[str, Any], web.Request], dict[str, Any]], *,
-               read: bool = False, admin: str | None = None) -> Handler:
-        """`admin`: the action destroys or controls (named so), and the admin guard decides who may."""
+    def action(self, fn: Callable[[Any, dict[str, Any], web.Request], Any], *,
+               read: bool = False, admin: str | None = None, needs_broker: bool = True) -> Handler:
+        """`admin`: the action destroys or controls (named so), and the admin guard decides who may. `fn` may be a
+        coroutine function; without `needs_broker` it gets None for the broker (it acts on the process)."""
         async def handle(request: web.Request) -> web.StreamResponse:
             if self.read_only and not read:
                 return _json({"error": "the dashboard is read-only (--dashboard-read-only)"}, 403)
@@ -226,7 +237,9 @@ class DashboardServer:
             if request.content_type != "application/json":
                 return _json({"error": "actions take a JSON body (Content-Type: application/json)"}, 415)
             body = decode_body(await request.read())
-            result = fn(self.broker(request), body, request)
+            result = fn(self.broker(request) if needs_broker else None, body, request)
+            if inspect.isawaitable(result):
+                result = await result
             log.info("dashboard: %s %s", request.path, json.dumps(body)[:200])
             return _json(result)
         return handle
@@ -281,6 +294,20 @@ class DashboardServer:
         if group not in read.user_groups() and not read.has_offsets(group):
             raise NotFound(f"no consumer group {group!r} on {read.name}")
         return _json(series.group(read, group))
+
+    # -- the brokers of the process (masters and slaves) -----------------------------------------------
+    async def cluster(self, request: web.Request) -> web.StreamResponse:
+        return _json({"brokers": self.emulator.members()})
+
+    async def _control(self, _broker: None, body: dict[str, Any], request: web.Request) -> dict[str, Any]:
+        key, what = request.match_info["key"], request.match_info["what"]
+        if key not in {m["key"] for m in self.emulator.members()}:
+            raise NotFound(f"no broker {key!r} in this process")
+        try:
+            done = await self.emulator.control_broker(key, what)
+        except BrokerError as exc:
+            raise Invalid(exc.remark) from None
+        return {"broker": key, "done": done}
 
     # -- pages and reads ----------------------------------------------------------------------------
     async def index(self, request: web.Request) -> web.StreamResponse:

@@ -93,7 +93,7 @@ class HAClient:
         addr = addr or None
         if addr == self._master_addr:
             return
-        log.info("HA: update master address, OLD: %s NEW: %s", self._master_addr, addr)
+        log.debug("HA: update master address, OLD: %s NEW: %s", self._master_addr, addr)
         self._master_addr = addr
         self._away = False
         self._changed.set()

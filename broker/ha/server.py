@@ -76,7 +76,7 @@ class _Connection:
             offset = wire.decode_report(data)
             if self.request_offset < 0:
                 self.request_offset = offset
-                log.info("HA: slave %s requests offset %d", self.addr, offset)
+                log.debug("HA: slave %s requests offset %d", self.addr, offset)
                 self.requested.set()
             elif offset > store.commitlog.max_offset:
                 log.warning("HA: slave %s reports offset %d, beyond this master's commitlog end %d: connection "
@@ -144,7 +144,7 @@ class HAServer:
         self._server = await asyncio.start_server(self._accept, self.host, self._port, reuse_address=True)
         sock = self._server.sockets[0]
         self._port = sock.getsockname()[1]
-        log.info("HA: master listening on %s:%d", self.host, self._port)
+        log.debug("HA: master listening on %s:%d", self.host, self._port)
         return self
 
     async def stop(self) -> None:

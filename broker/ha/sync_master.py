@@ -59,7 +59,7 @@ def _replicated(handler: Handler, ha: Replication, put_end: PutEnd, timeout_ms: 
         if isinstance(result, RemotingCommand) and result.code == ResponseCode.SUCCESS and _waits(request):
             return _wait(result, ha, put_end(), timeout_ms())
         return result
-    handle.__wrapped__ = handler  # type: ignore[attr-defined]
+    handle.__wrapped__ = handler  # type: ignore[attr-defined]  # a function attribute, which mypy does not model
     return handle
 
 

@@ -56,18 +56,22 @@ def main() -> None:
         seq += len(msgs)
         if kind < 0.2:
             r = store.put_message_run(msgs)
-            offsets, queue_offsets = r.phy_offsets, r.queue_offsets
+            puts = [(msgs, r, r.phy_offsets, r.queue_offsets)]
+            if r.status is PutMessageStatus.RUN_CROSSES_SEGMENT:  # (the send core then puts them one by one)
+                puts = [([m], x, [x.wrote_offset], [x.logics_offset])
+                        for m, x in ((m, store.put_message(m)) for m in msgs)]
         else:
             r = store.put_messages(msgs) if len(msgs) > 1 else store.put_message(msgs[0])
-            offsets = r.phy_offsets or [r.wrote_offset]
-            queue_offsets = list(range(r.logics_offset, r.logics_offset + len(msgs)))
-        if r.status is not PutMessageStatus.PUT_OK:
-            os.write(fd, f"# put failed {r.status.name}\n".encode())
-            os._exit(3)
+            puts = [(msgs, r, r.phy_offsets or [r.wrote_offset],
+                     list(range(r.logics_offset, r.logics_offset + len(msgs))))]
         lines = []
-        for m, phy, qo in zip(msgs, offsets, queue_offsets):
-            rec = expected_record(m, queue_offset=qo, phy=phy, store_ts=r.store_timestamp, config=cfg)
-            lines.append(f"{phy} {len(rec)} {qo} {m.topic} {m.queue_id} {digest(rec)} {m.keys[0]}\n")
+        for put_msgs, r, offsets, queue_offsets in puts:
+            if r.status is not PutMessageStatus.PUT_OK:
+                os.write(fd, f"# put failed {r.status.name}\n".encode())
+                os._exit(3)
+            for m, phy, qo in zip(put_msgs, offsets, queue_offsets):
+                rec = expected_record(m, queue_offset=qo, phy=phy, store_ts=r.store_timestamp, config=cfg)
+                lines.append(f"{phy} {len(rec)} {qo} {m.topic} {m.queue_id} {digest(rec)} {m.keys[0]}\n")
         os.write(fd, "".join(lines).encode())
         store.flush_if_due()
 

@@ -99,7 +99,10 @@ def start_namesrv(flavour: Flavour, directory: Path, timeout: float = 60) -> Ite
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{flavour.name}'s name server did not start:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.1)
-        addr = re.search(r"namesrv: (\S+) dir=", log_path.read_text()).group(1)  # type: ignore[union-attr]
+        found = re.search(r"namesrv: (\S+) dir=", log_path.read_text())  # bin/namesrv's first line
+        if found is None:
+            raise RuntimeError(f"{flavour.name}'s name server did not say its address:\n{log_path.read_text()}")
+        addr = found.group(1)
         yield addr
     finally:
         proc.terminate()

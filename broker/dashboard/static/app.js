@@ -407,7 +407,30 @@ pages.controls = async () => {
       <button>Advance the broker clock</button> everything due by then happens now: delayed messages and retries,
       POP invisible times, transaction check-backs, retention (as <code>admin advanceTime -s SECONDS</code>).</form>
     <p class="muted">Pause (SIGSTOP) stops this very process, so it is done from outside:
-      <code>rocketmq_broker.pause()</code> in the pytest plugin, or <code>kill -STOP</code>.</p>`;
+      <code>rocketmq_broker.pause()</code> in the pytest plugin, or <code>kill -STOP</code>.</p>
+    <h3>Brokers of this process</h3>
+    <p>Masters and slaves (<code>serve --slaves 1</code>): kill one as a crash, pause it (it answers nothing, its
+      connections stay open), start it again on its store and port (as <code>admin killBroker</code>,
+      <code>pauseBroker</code>, <code>startBroker</code>).</p><div id="cluster"></div>`;
+  const controls = {running: ["kill", "pause", "stop"], paused: ["resume", "kill"], stopped: ["start"]};
+  const showCluster = async () => {
+    const c = await api("/api/cluster");
+    $("#cluster").innerHTML = table("cluster", [{title: "broker", key: "key"}, {title: "role", key: "role"},
+      {title: "address", key: "addr"}, {title: "state", render: r => `<span data-state="${esc(r.key)}">${esc(r.state)}</span>`},
+      {title: "", render: r => controls[r.state].map(w =>
+        `<button class="action${w === "kill" || w === "stop" ? " danger" : ""}" data-broker="${esc(r.key)}"
+          data-control="${w}">${w[0].toUpperCase() + w.slice(1)}</button>`).join(" ")}], c.brokers);
+    for (const btn of page.querySelectorAll("[data-control]")) {
+      btn.onclick = async () => {
+        try {
+          const r = await api(`/api/cluster/${btn.dataset.broker}/${btn.dataset.control}`, {});
+          notice(`${r.broker} ${r.done}`, "ok");
+        } catch (e) { notice(e.message); }
+        await showCluster();
+      };
+    }
+  };
+  await showCluster();
   bindForm("#advance", async d => {
     const r = await api("/api/controls/advance", d);
     notice(`clock now ${r.offsetMillis / 1000} s ahead: ${r.delivered} delayed message(s) delivered, ` +
