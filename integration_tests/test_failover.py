@@ -34,7 +34,7 @@ def run_go(home: Path, namesrv: str, group: str) -> set[str]:
     its own; the bodies it consumed."""
     home.mkdir()
     done = subprocess.run([str(RMQ_GO), "push-clustering", "--namesrv", namesrv, "--home", str(home), "--topic",
-                           "Orders", "--group", group, "--count", "4", "--settle", "3", "--linger", "3", "--timeout",
+                           "Orders", "--group", group, "--count", "4", "--settle", "2", "--linger", "1", "--timeout",
                            "60"], capture_output=True, text=True, timeout=120, cwd=home)
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert events and events[-1]["event"] == "result" and events[-1]["ok"], done.stdout[-3000:]

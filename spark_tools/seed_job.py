@@ -67,7 +67,7 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
     except PreflightError as exc:
         raise SeedJobError(str(exc), "PREFLIGHT") from None
     try:
-        from .seed import SeedError, generate, read_file, session, spread, write_topic
+        from .seed import SeedError, generate, read_file, session, write_topic
     except ImportError as exc:
         raise SeedJobError(f"seed needs pyspark (and pyarrow): {install_hint('spark')} ({exc})",
                            "SETUP") from None
@@ -100,9 +100,7 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
                 progress.phase = f"counting the rows of {source}"
                 df = read_file(spark, source)
                 progress.total = df.count()
-                if partitions is None:
-                    df = spread(df, len(target.brokers), spark.sparkContext.defaultParallelism)
-                else:
+                if partitions is not None:  # as read otherwise: a shuffle costs more than it evens out
                     df = df.repartition(partitions)
             progress.phase = "writing"
             report = write_topic(df, topic, namesrv)
