@@ -29,7 +29,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_broker_stats.py": ("java",),
     "test_cli_input.py": (),
     "test_cli_ports.py": (),
-    "test_cluster.py": ("java", "parity-record"),
+    "test_cluster.py": ("parity-record",),
     "test_client_broadcasting.py": (),
     "test_client_cli.py": (),
     "test_client_clustering.py": (),
