@@ -1,4 +1,5 @@
-"""`Emulator`: one process holding the name server and its brokers; `serve()` runs it until SIGTERM/SIGINT."""
+"""`Emulator`: one process holding the name server and its brokers (or one of them: `role`); `serve()` runs it, or
+`serve --processes`' supervisor (cli/cluster.py), until SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 from rocketmq_emulator import native
 from rocketmq_emulator.protocol import BrokerError, RemotingCommand, ResponseCode
 from rocketmq_emulator.protocol.emulator_requests import (AdvanceTimeRequestHeader, AdvanceTimeResponseHeader,
-                                                          BrokerLifecycleRequestHeader, EmulatorRequestCode)
+                                                          EmulatorRequestCode)
 from rocketmq_emulator.protocol.entities import read_entities_file
 from rocketmq_emulator.protocol.extras import install_hint
-from rocketmq_emulator.protocol.transport import DispatchTable, RemotingConnection, RemotingServer
+from rocketmq_emulator.protocol.transport import RemotingConnection, RemotingServer
 
 from .clock import BrokerClock
 from .config import WILDCARD_HOSTS, BrokerConfig, EmulatorConfig, ServeRole
@@ -29,6 +30,7 @@ from .core.admin_guard import AdminGuard
 from .core.read_model import BrokerFront, ReadModel
 from .limits import DescriptorWatch, raise_descriptor_limit
 from .namesrv import NameServer
+from .broker_controls import control_broker, register_broker_controls
 from .outer_api import LocalNamesrv, NamesrvLink, RemoteNamesrvs
 from .settings import broker_key, rooted_at, slave_of
 from .state.delivery_log import DeliveryLog
@@ -49,7 +51,9 @@ F = TypeVar("F", bound=_Front)
 
 
 class Emulator:
-    """A name server plus the brokers of `config.brokers` (broker-a, broker-b, ...; more: pass `extra_brokers`).
+    """A name server plus the brokers of `config.brokers` (broker-a, broker-b, ...; more: pass `extra_brokers`),
+    and with `config.slaves` each one's slaves (broker-a/1, ...). `config.role` NAMESRV runs the name server alone,
+    BROKER the brokers alone, registered over TCP with `config.namesrv_addr` (broker/outer_api.py).
 
     `stop_broker(name)` / `start_broker(name)` take one away and bring it back (also as the emulator requests
     STOP_BROKER / START_BROKER on the name-server port, `admin stopBroker` / `startBroker`). `config` is read,
@@ -443,51 +447,6 @@ async def serve(config: EmulatorConfig, started: float | None = None,
             ready_file.unlink(missing_ok=True)
         await served.stop()
         log.info("stopped in %.0f ms", (time.perf_counter() - t0) * 1000)
-
-
-class BrokerControls(Protocol):
-    """The test controls of brokers (`broker-a`, its slave `broker-a/1`): the Emulator's, in one process, and
-    the supervisor's of `serve --processes`."""
-
-    async def stop_broker(self, name: str, route_delay: float = 0.0) -> None: ...
-
-    async def start_broker(self, name: str) -> None: ...
-
-    async def kill_broker(self, name: str) -> None: ...
-
-    def pause_broker(self, name: str, paused: bool = True) -> None: ...
-
-
-_DONE = {"kill": "killed", "pause": "paused", "resume": "resumed", "stop": "stopped", "start": "started"}
-
-
-async def control_broker(target: BrokerControls, name: str, what: str, route_delay: float = 0.0) -> str:
-    """Kill, pause, resume, stop or start broker `name`; what was done ("killed", ...)."""
-    if what == "kill":
-        await target.kill_broker(name)
-    elif what in ("pause", "resume"):
-        target.pause_broker(name, what == "pause")
-    elif what == "stop":
-        await target.stop_broker(name, route_delay)
-    elif what == "start":
-        await target.start_broker(name)
-    else:
-        raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no broker control {what!r} (kill, pause, resume, stop, start)")
-    return _DONE[what]
-
-
-def register_broker_controls(table: DispatchTable, target: BrokerControls) -> None:
-    """The name server's emulator requests STOP_BROKER, START_BROKER, KILL_BROKER and PAUSE_BROKER (`admin
-    stopBroker`, `startBroker`, `killBroker`, `pauseBroker`), answered by `target`."""
-    whats = {EmulatorRequestCode.STOP_BROKER: "stop", EmulatorRequestCode.START_BROKER: "start",
-             EmulatorRequestCode.KILL_BROKER: "kill"}
-
-    async def control(req: RemotingCommand, conn: RemotingConnection) -> RemotingCommand:
-        h = BrokerLifecycleRequestHeader.from_ext(req.ext_fields)
-        what = whats.get(EmulatorRequestCode(req.code)) or ("pause" if h.paused else "resume")
-        done = await control_broker(target, h.broker_name, what, h.route_delay_millis / 1000)
-        return RemotingCommand.response_to(req, remark=f"{h.broker_name} {done}")
-    table.register([*whats, EmulatorRequestCode.PAUSE_BROKER], control)
 
 
 def write_ready_file(path: Path, info: dict[str, Any]) -> None:

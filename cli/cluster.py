@@ -32,7 +32,8 @@ from rocketmq_emulator.protocol.emulator_requests import EmulatorRequestCode
 from rocketmq_emulator.protocol.transport import RemotingConnection
 
 from rocketmq_emulator.broker.config import BrokerConfig, EmulatorConfig, ServeRole
-from rocketmq_emulator.broker.emulator import Emulator, register_broker_controls, serve
+from rocketmq_emulator.broker.broker_controls import register_broker_controls
+from rocketmq_emulator.broker.emulator import Emulator, serve
 from rocketmq_emulator.broker.settings import SETTINGS, current, rooted_at, slave_of, text_of
 
 log = logging.getLogger("rocketmq_emulator")
