@@ -106,6 +106,7 @@ class RemotingConnection(asyncio.Protocol):
         self._in_flight = 0
         self._reading_paused = False
         self._frozen = False  # `freeze`: reads nothing, whatever the backpressure says (a paused broker)
+        self._held: list[bytes] = []  # what arrived while frozen
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._out: list[bytes] | None = None  # answers produced while handling one read, written at once
@@ -136,6 +137,9 @@ class RemotingConnection(asyncio.Protocol):
             self.on_made(self)
 
     def data_received(self, data: bytes) -> None:
+        if self._frozen:  # a paused broker: kept, read when it goes on (the transport may read once more)
+            self._held.append(data)
+            return
         self.last_activity = time.monotonic()
         decoder = self.decoder
         decoder.feed(data)
@@ -324,7 +328,11 @@ class RemotingConnection(asyncio.Protocol):
             return
         if frozen:
             transport.pause_reading()
-        elif not self._reading_paused:
+            return
+        if self._held:
+            held, self._held = b"".join(self._held), []
+            self.data_received(held)
+        if not self._reading_paused and not self._frozen:
             transport.resume_reading()
 
     # -- writing and requests to the peer -----------------------------------------------------------
@@ -485,9 +493,8 @@ class RemotingServer:
 
     def _connection_made(self, conn: RemotingConnection) -> None:
         self.connections.add(conn)
-        if self.paused:  # (again once the loop has started reading it: uvloop starts after connection_made)
+        if self.paused:  # (what it reads meanwhile is held: uvloop may start reading after connection_made)
             conn.freeze()
-            asyncio.get_running_loop().call_soon(conn.freeze, self.paused)
         log.debug("%s: connection from %s", self.name, conn.peer)
 
     def _connection_lost(self, conn: RemotingConnection) -> None:

@@ -156,3 +156,21 @@ async def test_run_handler_gets_consecutive_requests_of_one_read_together():
             assert not futures[reqs[-1].opaque].done(), "the oneway request got an answer"
         finally:
             conn.close()
+
+
+async def test_a_paused_server_holds_requests_of_old_and_new_connections_and_answers_them_when_resumed():
+    async with RemotingServer("test", server_table(), "127.0.0.1", 0) as server:
+        old = await connect(server.port)
+        server.pause()
+        new = await connect(server.port)  # accepted while paused: paused too
+        try:
+            asked = [asyncio.ensure_future(c.invoke(RemotingCommand.request(1, {"ms": "1"}), 5)) for c in (old, new)]
+            done, _ = await asyncio.wait(asked, timeout=0.5)
+            assert not done  # nothing answered meanwhile; the connections stay open
+            assert not old.closed and not new.closed
+            server.pause(False)
+            answers = await asyncio.gather(*asked)
+            assert [a.remark for a in answers] == ["1", "1"]
+        finally:
+            old.close()
+            new.close()
