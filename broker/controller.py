@@ -294,7 +294,9 @@ class BrokerController:
             await self.ha_client.start()
             return
         from .ha.server import HAServer
-        port = self.config.listen_port + 1 if self.config.listen_port else 0
+        port = self.config.store.ha_listen_port
+        if port is None:
+            port = self.config.listen_port + 1 if self.config.listen_port else 0
         server = HAServer(self.store, self._host, port)
         try:
             await server.start()

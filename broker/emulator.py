@@ -313,7 +313,8 @@ class Emulator:
         if handle is not None:
             handle.cancel()
         # the same port: the one bound the first time (also when 0 was asked for); no VIP port if it had none
-        config = replace(old.config, listen_port=old.listen_port)
+        config = replace(old.config, listen_port=old.listen_port, store=replace(
+            old.config.store, ha_listen_port=old.ha_server.port if old.ha_server is not None else None))
         broker = self._broker(config, vip_channel=old.vip_server is not None)
         for server in _broker_servers(broker):
             server.tracer = self.tracer

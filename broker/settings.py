@@ -107,7 +107,8 @@ _STORE: dict[str, Parse] = {
     "recoveryCutInvalidRecords": _bool, "brokerRole": _enum(BrokerRole),
     "haSendHeartbeatInterval": _number("int", 1, _INT32), "haHousekeepingInterval": _number("int", 1, _INT32),
     "haTransferBatchSize": _number("int", 1, _INT32), "haSlaveFallbehindMax": _number("int", 0, _INT32),
-    "syncFlushTimeout": _number("long", 1, 2**63 - 1), "slaveTimeout": _number("int", 1, _INT32)}
+    "syncFlushTimeout": _number("long", 1, 2**63 - 1), "slaveTimeout": _number("int", 1, _INT32),
+    "haListenPort": _optional(_PORT)}
 
 #: every setting: Java key -> Setting (broker.conf, updateBrokerConfig and code all name settings by these keys)
 SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table in (
@@ -115,9 +116,8 @@ SETTINGS: dict[str, Setting] = {key: Setting(key, scope, parse) for scope, table
 
 #: broker.conf spellings of older releases -> the key
 ALIASES = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog", "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}
-#: broker.conf keys accepted and ignored: the HA port is always the broker port + 1 (as 4.9.8's BrokerStartup
-#: forces it), the commitlog is kept under storePathRootDir
-IGNORED_KEYS = ("brokerIP2", "haListenPort", "traceTopicEnable", "storePathCommitLog")
+#: broker.conf keys accepted and ignored: the commitlog is kept under storePathRootDir
+IGNORED_KEYS = ("brokerIP2", "traceTopicEnable", "storePathCommitLog")
 
 #: process settings a broker.conf may also give: the 5.x proxy's port (rmq-proxy.json's key), served by this process,
 #: and who may send admin requests

@@ -225,8 +225,11 @@ class BrokerProcesses:
         c = self.find(name)
         if c.running:
             raise BrokerError(ResponseCode.SYSTEM_ERROR, f"broker {name} is running")
-        if c.info is not None:
-            c.config = replace(c.config, listen_port=int(c.info["brokers"][0]["port"]))
+        if c.info is not None:  # the ports it had: its clients' and its slaves' addresses stay right
+            first = c.info["brokers"][0]
+            ha = first.get("haAddr")
+            c.config = replace(c.config, listen_port=int(first["port"]), store=replace(
+                c.config.store, ha_listen_port=int(ha.rpartition(":")[2]) if ha else None))
         await self._spawn(c)
         log.info("broker %s started again (pid %d)", c.name, c.proc.pid if c.proc else 0)
 

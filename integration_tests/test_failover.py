@@ -97,7 +97,8 @@ def test_consumers_go_on_from_the_slave_when_a_master_dies(tmp_path, java_client
         def acknowledged_by_a() -> bool:
             probes.extend(produce(namesrv, "Orders", 2, f"probe{len(probes)}"))
             return any(s["brokerName"] == "broker-a" and s["status"] == "SEND_OK" for s in probes[-2:])
-        assert wait_until(acknowledged_by_a, 20, interval=0.5)  # (until then: SLAVE_NOT_AVAILABLE, as 4.9.8)
+        assert wait_until(acknowledged_by_a, 20, interval=0.5), (probes, cluster.text()[-4000:])  # (until then:
+        # SLAVE_NOT_AVAILABLE, as 4.9.8)
         after = produce(namesrv, "Orders", 6, "after")
         assert all(s["status"] == "SEND_OK" for s in after)
         if RMQ_GO.exists():  # the Go group again: broker-a's messages now, from its master

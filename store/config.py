@@ -91,6 +91,9 @@ class MessageStoreConfig:
 
     # master-slave replication (4.9.8's HA service; store/replication.py, broker/ha/)
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    #: a master's HA port (None: the broker port + 1, as 4.9.8's BrokerStartup sets it; a free one when the broker
+    #: port is 0); a broker started again keeps the one it had
+    ha_listen_port: int | None = None
     ha_send_heartbeat_interval: int = 5000  # ms: a master's heartbeat to an idle slave, a slave's offset report
     ha_housekeeping_interval: int = 20_000  # ms: a connection silent this long is closed
     ha_transfer_batch_size: int = 32 * 1024  # bytes of commitlog per transfer, at most

@@ -59,7 +59,7 @@ def test_store_settings_live_in_the_store_config_with_javas_units(tmp_path):
     conf.write_text("flushDiskType=SYNC_FLUSH\nmapedFileSizeConsumeQueue=6000001\nfileReservedTime=48\n"
                     "messageDelayLevel=1s 2s\nbrokerRole=SLAVE\nbrokerId=1\nhaListenPort=1\nsomethingNew=1\n")
     values, unknown = read_broker_conf(conf)
-    assert unknown == ["somethingNew"]  # haListenPort: accepted and ignored (the broker port + 1, as 4.9.8)
+    assert unknown == ["somethingNew"]
     store = emulator_config(values).broker.store
     assert store.broker_role is BrokerRole.SLAVE
     assert store.flush_disk_type is FlushDiskType.SYNC_FLUSH
