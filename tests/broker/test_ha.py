@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import struct
 import time
@@ -15,6 +14,7 @@ from typing import Awaitable, Callable
 
 import pytest
 
+from rocketmq_emulator.testing.store_copies import commitlog_files, units
 from rocketmq_emulator.broker.ha import HAClient, HAServer
 from rocketmq_emulator.protocol.message import PROPERTY_KEYS, PROPERTY_TAGS
 from rocketmq_emulator.store import MessageExtBrokerInner, MessageStore, MessageStoreConfig
@@ -63,19 +63,8 @@ def caught_up(master: MessageStore, slave: MessageStore) -> Callable[[], bool]:
     return lambda: slave.commitlog.max_offset == master.commitlog.max_offset > 0
 
 
-def files(store: MessageStore) -> dict[str, bytes]:
-    d = store.config.commit_log_dir
-    return {n: Path(d, n).read_bytes() for n in sorted(os.listdir(d)) if n.isdigit()}
 
 
-def units(store: MessageStore) -> dict[tuple[str, int], list[object]]:
-    out: dict[tuple[str, int], list[object]] = {}
-    for topic, qids in store.topics_and_queues().items():
-        for qid in qids:
-            cq = store.find_consume_queue(topic, qid)
-            assert cq is not None
-            out[(topic, qid)] = [cq.get_unit(i) for i in range(cq.min_offset_in_queue, cq.max_offset_in_queue)]
-    return out
 
 
 @pytest.fixture
@@ -101,7 +90,7 @@ async def test_a_slave_replicates_everything_the_master_stores(stores):
         put_some(master, server, 60)
         assert len(master.commitlog.queue.files) >= 3
         await until(caught_up(master, slave), what="the slave to catch up")
-        assert files(slave) == files(master)
+        assert commitlog_files(slave) == commitlog_files(master)
         assert units(slave) == units(master)
         assert slave.query_message("T1", "key-4").phy_offsets == master.query_message("T1", "key-4").phy_offsets != []
         assert slave.query_message("Batch", "bk-14-2").phy_offsets == master.query_message("Batch", "bk-14-2").phy_offsets
@@ -145,8 +134,8 @@ async def test_a_late_slave_starts_at_the_masters_last_segment(stores):
     async with HAServer(master) as server, HAClient(slave, f"127.0.0.1:{server.port}"):
         await until(caught_up(master, slave))
         assert slave.commitlog.min_offset == last
-        mine = files(master)
-        assert files(slave) == {k: v for k, v in mine.items() if int(k) >= last}
+        mine = commitlog_files(master)
+        assert commitlog_files(slave) == {k: v for k, v in mine.items() if int(k) >= last}
         for (topic, qid), got in units(slave).items():
             cq, mcq = slave.find_consume_queue(topic, qid), master.find_consume_queue(topic, qid)
             assert cq is not None and mcq is not None and cq.max_offset_in_queue == mcq.max_offset_in_queue
@@ -169,7 +158,7 @@ async def test_a_restarted_slave_continues_without_duplicates(stores, tmp_path, 
         try:
             async with HAClient(slave, f"127.0.0.1:{server.port}"):
                 await until(caught_up(master, slave))
-                assert files(slave) == files(master)
+                assert commitlog_files(slave) == commitlog_files(master)
                 assert units(slave) == units(master)
         finally:
             slave.stop()
@@ -194,7 +183,7 @@ async def test_the_slave_reconnects_when_the_master_comes_back(stores, caplog):
         try:
             await until(lambda: client.connected, what="the reconnection")
             await until(caught_up(master, slave))
-            assert files(slave) == files(master)
+            assert commitlog_files(slave) == commitlog_files(master)
             assert any("is back" in r.getMessage() for r in caplog.records)
         finally:
             await server.stop()
@@ -288,7 +277,7 @@ async def test_garbage_from_a_slave_closes_that_connection_only(stores):
         await until(lambda: server.connection_count == 0)
         async with HAClient(slave, f"127.0.0.1:{server.port}"):  # the master still serves a good slave
             await until(caught_up(master, slave))
-        assert files(slave) == files(master)
+        assert commitlog_files(slave) == commitlog_files(master)
 
 
 async def test_the_listener_binds_only_its_host(stores):

@@ -5,12 +5,12 @@ crash) go on from the copy's end. The transfers are made here in-process, as bro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from store_testlib import make_msg, small_config
+from rocketmq_emulator.testing.store_copies import commitlog_files, units
 from rocketmq_emulator.store import MessageStore, PutMessageStatus
 from rocketmq_emulator.store.config import BrokerRole
 from rocketmq_emulator.store.results import ReplicaAppendStatus
@@ -68,19 +68,8 @@ def put_mix(store: MessageStore, clock, rounds: int = 6) -> None:
         assert store.put_message(prepared).is_ok()
 
 
-def commitlog_files(store: MessageStore) -> dict[str, bytes]:
-    d = store.config.commit_log_dir
-    return {name: Path(d, name).read_bytes() for name in sorted(os.listdir(d)) if name.isdigit()}
 
 
-def units(store: MessageStore) -> dict[tuple[str, int], list[tuple[int, int, int] | None]]:
-    out = {}
-    for topic, qids in store.topics_and_queues().items():
-        for qid in qids:
-            cq = store.find_consume_queue(topic, qid)
-            assert cq is not None
-            out[(topic, qid)] = [cq.get_unit(i) for i in range(cq.min_offset_in_queue, cq.max_offset_in_queue)]
-    return out
 
 
 def assert_same(master: MessageStore, slave: MessageStore, *, from_segment: str | None = None) -> None:
@@ -166,7 +155,6 @@ def test_a_slave_reporting_0_starts_at_the_masters_last_segment(pair, clock):
     assert slave.commitlog.min_offset == last
     assert_same(master, slave, from_segment=f"{last:020d}")
     # every queue unit the slave has is the master's unit at the same queue offset
-    mu = {k: dict(zip(range(10**6), v)) for k, v in units(master).items()}
     for (topic, qid), got in units(slave).items():
         cq = slave.find_consume_queue(topic, qid)
         assert cq is not None
