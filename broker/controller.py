@@ -59,7 +59,7 @@ from .state.consumer_offset import ConsumerOffsetManager
 from .state.lock_manager import RebalanceLockManager
 from .state.stats import BrokerStatsManager
 from .state.subscription_group import SubscriptionGroupManager
-from .state.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
+from .state.topic_config import MANY_LOGGED_ONE_BY_ONE, PERM_READ, PERM_WRITE, TopicConfigManager
 
 if TYPE_CHECKING:
     from rocketmq_emulator.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -339,18 +339,14 @@ class BrokerController:
     def apply_entities(self, entities: Entities) -> tuple[int, int]:
         """The entities file's topics and groups: each created, or changed to what the file says (the file wins
         at every start; what it does not name is left alone). Returns (created, changed)."""
-        created = changed = 0
         tcm, sgm = self.topic_config_manager, self.subscription_group_manager
-        for tc in entities.topics:
-            old = tcm.get(tc.topic_name)
-            if old != tc:
-                tcm.update(tc)
-                created, changed = created + (old is None), changed + (old is not None)
-        for group in entities.groups:
-            old_group = sgm.table.get(group.group_name)
-            if old_group != group:
-                sgm.update(group)
-                created, changed = created + (old_group is None), changed + (old_group is not None)
+        topics = [tc for tc in entities.topics if tcm.get(tc.topic_name) != tc]
+        groups = [g for g in entities.groups if sgm.table.get(g.group_name) != g]
+        created = (sum(tcm.get(tc.topic_name) is None for tc in topics)
+                   + sum(g.group_name not in sgm.table for g in groups))
+        changed = len(topics) + len(groups) - created
+        tcm.update_many(topics)  # one write of each file, one re-registration
+        sgm.update_many(groups)
         if entities.accounts:
             if self.acl is None:
                 log.warning("the entities declare %d ACL account(s), but ACL is off (aclEnable=false): not applied",
@@ -363,16 +359,20 @@ class BrokerController:
         """`--topic` / `--group` (ROCKETMQ_EMULATOR_TOPICS / _GROUPS): created, or given the configured queue
         count, before the first client connects."""
         tcm = self.topic_config_manager
+        changed_topics = []
         for name, queues in topics:
             tc = tcm.get(name)
             if tc is None or tc.read_queue_nums != queues or tc.write_queue_nums != queues:
-                tcm.update(TopicConfig(topic_name=name, read_queue_nums=queues, write_queue_nums=queues,
-                                       perm=PERM_READ | PERM_WRITE))
+                changed_topics.append(TopicConfig(topic_name=name, read_queue_nums=queues, write_queue_nums=queues,
+                                                  perm=PERM_READ | PERM_WRITE))
+        tcm.update_many(changed_topics)
         sgm = self.subscription_group_manager
-        for group in groups:
-            if group not in sgm.table:
-                sgm.update(SubscriptionGroupConfig(group_name=group))
-                log.info("consumer group %s created (configured at start)", group)
+        new_groups = [SubscriptionGroupConfig(group_name=g) for g in dict.fromkeys(groups) if g not in sgm.table]
+        sgm.update_many(new_groups)
+        for cfg in new_groups[:MANY_LOGGED_ONE_BY_ONE]:
+            log.info("consumer group %s created (configured at start)", cfg.group_name)
+        if len(new_groups) > MANY_LOGGED_ONE_BY_ONE:
+            log.info("... and %d more consumer groups created", len(new_groups) - MANY_LOGGED_ONE_BY_ONE)
 
     async def stop(self, unregister: bool = True, clean: bool = True) -> None:
         """Stop accepting, answer held pulls, stop timers, persist offsets and configs, close the store; then

@@ -256,7 +256,6 @@ def launch_emulator(root: Path, *serve_args: str, brokers: int = 1, grpc: bool =
                    "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
                    "--store-dir", str(root / "store"), "--brokers", str(brokers),
                    # slaves: the masters answer a send once their slave has it (SYNC_MASTER), so that a test that
-                   # kills a master finds every acknowledged message on its slave
                    # kills a master finds every acknowledged message on its slave; the slaves copy their masters'
                    # topics every 200 ms (create_topic waits for them)
                    *(("--slaves", str(slaves), "--broker-role", "SYNC_MASTER", "--config",

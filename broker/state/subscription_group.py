@@ -37,7 +37,14 @@ class SubscriptionGroupManager:
         return cfg
 
     def update(self, cfg: SubscriptionGroupConfig) -> None:
-        self.table[cfg.group_name] = cfg
+        self.update_many([cfg])
+
+    def update_many(self, cfgs: list[SubscriptionGroupConfig]) -> None:
+        """Create or change groups with one version step and one write of subscriptionGroup.json."""
+        if not cfgs:
+            return
+        for cfg in cfgs:
+            self.table[cfg.group_name] = cfg
         self.data_version = self.data_version.next_version()
         self.persist()
 

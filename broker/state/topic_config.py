@@ -69,6 +69,10 @@ def validate_topic(topic: str) -> None:
         raise BrokerError(ResponseCode.SYSTEM_ERROR, problem)
 
 
+#: a batch of more topics (or groups) than this is logged as one line, not one line each
+MANY_LOGGED_ONE_BY_ONE = 20
+
+
 class TopicConfigManager:
     def __init__(self, config_dir: Path, *, broker_name: str, cluster_name: str, auto_create_topic_enable: bool,
                  default_topic_queue_nums: int) -> None:
@@ -127,9 +131,21 @@ class TopicConfigManager:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
 
     def update(self, tc: TopicConfig) -> None:
-        self.table[tc.topic_name] = tc
-        log.info("topic %s: %d read / %d write queues, perm %d", tc.topic_name, tc.read_queue_nums,
-                 tc.write_queue_nums, tc.perm)
+        self.update_many([tc])
+
+    def update_many(self, tcs: list[TopicConfig]) -> None:
+        """Create or change topics with one version step and one write of topics.json (an entities file's
+        thousand topics: one write, not a thousand). Each is logged while few; a long list as one line."""
+        if not tcs:
+            return
+        for tc in tcs:
+            self.table[tc.topic_name] = tc
+        if len(tcs) <= MANY_LOGGED_ONE_BY_ONE:
+            for tc in tcs:
+                log.info("topic %s: %d read / %d write queues, perm %d", tc.topic_name, tc.read_queue_nums,
+                         tc.write_queue_nums, tc.perm)
+        else:
+            log.info("%d topics created or changed (%s ... %s)", len(tcs), tcs[0].topic_name, tcs[-1].topic_name)
         self._changed()
 
     def delete(self, topic: str) -> bool:
