@@ -79,7 +79,8 @@ class ClientLog:
     The client's sendSync tries up to five queues and, when all fail, raises "No route info of this topic"
     whatever the cause. One cause never reaches a broker: another client thread holds the transport table
     lock (it is connecting), and the client's timed lock gives up at once ("GetTransport of:... get
-    timed_mutex timeout"). Such a send is safe to repeat; a broker's error answer is not retried here.
+    timed_mutex timeout"); the last attempt may find the lock free and the connection not yet up. Such a send is
+    safe to repeat; a broker's error answer is not retried here.
     """
 
     def __init__(self) -> None:
@@ -108,7 +109,11 @@ class ClientLog:
         lines = self.new_lines()
         lock_timeouts = sum("get timed_mutex timeout" in line for line in lines)
         failed_attempts = sum("send failed of times" in line for line in lines)
-        return lock_timeouts > 0 and lock_timeouts == failed_attempts
+        # the last attempt can also fail inside the client without a lock timeout: the lock was free, but the
+        # connection the other thread opened was not up yet (its "try to connect" is in the same lines)
+        connecting = any("try to connect to fd" in line for line in lines)
+        return lock_timeouts > 0 and (lock_timeouts == failed_attempts
+                                      or (connecting and lock_timeouts == failed_attempts - 1))
 
 
 def produce(args) -> int:

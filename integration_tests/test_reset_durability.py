@@ -10,6 +10,7 @@ Then resets of a group the broker does not know (a typo) with this project's CLI
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import time
@@ -150,7 +151,8 @@ def _crash_runs(tmp_path, mode: str, runs: int, wait_s: float) -> list[str]:  # 
 
 
 def test_write_through_answers_no_reset_or_removal_before_it_is_durable(tmp_path):
-    assert _crash_runs(tmp_path, "write-through", runs=20, wait_s=0) == []
+    # the suite: each of the 5 kinds twice; the performance table's figure: RESET_CRASH_RUNS=20
+    assert _crash_runs(tmp_path, "write-through", runs=int(os.environ.get("RESET_CRASH_RUNS", "10")), wait_s=0) == []
 
 
 def test_write_behind_keeps_a_reset_answered_one_flush_interval_before_the_kill(tmp_path):
