@@ -150,6 +150,14 @@ def cpp_home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def world(java_clients, tmp_path_factory: pytest.TempPathFactory):
+    """The Java, C++ and Python clients' world of test_java_client.py and test_consumer_admin.py (java_world.py),
+    made once a session for both: a fixture imported into two modules would be two fixtures, each made once."""
+    from .java_world import make_world
+    yield from make_world(java_clients, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def java_clients(tmp_path_factory: pytest.TempPathFactory):
     """The official Java 4.9.8 client drivers and mqadmin (integration_tests/java/), compiled once a session."""
     from .java_client import JavaClients

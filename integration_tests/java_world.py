@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 
 from rocketmq_emulator.client import FIRST_OFFSET, Producer, PullConsumer, PushConsumer
 from rocketmq_emulator.protocol import RemotingCommand
@@ -59,8 +58,8 @@ def _batch(java, ns: str, home: Path, commands: dict[str, list[object]]) -> dict
     return dict(zip(commands, outputs))  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="session")
-def world(java_clients, tmp_path_factory):
+def make_world(java_clients, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The `world` fixture's body (integration_tests/conftest.py): made once a session, for both modules."""
     tmp = tmp_path_factory.mktemp("javaworld")
     emu = EmulatorThread(tmp / "store").start()
     ns = emu.namesrv_addr

@@ -10,7 +10,7 @@ import re
 from rocketmq_emulator.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 
 from .java_world import (COUNT, CPP_PRODUCER, JAVA_PRODUCER, OFFLINE_ID, PY_GROUP, PY_PRODUCER, TOPIC,
-                         raw_request, world)  # noqa: F401 - world: fixture
+                         raw_request)
 
 
 def test_consume_message_directly_is_relayed_with_the_stored_message(world):

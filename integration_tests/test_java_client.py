@@ -13,7 +13,7 @@ from rocketmq_emulator.client import Producer
 from rocketmq_emulator.protocol import fastjson
 
 from .java_world import (BODIES, COUNT, CPP_GROUP, CPP_PRODUCER, JAVA_GROUP, JAVA_PRODUCER, OFFLINE_ID,
-                         PY_GROUP, PY_PRODUCER, PY_PULL_GROUP, TOPIC, world)  # noqa: F401 - world: fixture
+                         PY_GROUP, PY_PRODUCER, PY_PULL_GROUP, TOPIC)
 
 
 def _clean(out: str) -> None:
