@@ -93,7 +93,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
 
 #: Modules whose costly shared set-up (a session or module fixture) must run on one worker under pytest-xdist:
 #: the scheduler in the root conftest.py sends each group's tests to one worker, together, so the set-up is made
-#: once; every other test is scheduled on its own.
+#: once; every other test is scheduled on its own (so a module- or session-scoped fixture of a module not listed
+#: here is made once per worker that runs one of its tests: list the module when that costs seconds).
 SHARED_SETUP: dict[str, str] = {
     "test_java_client.py": "java-world",        # the session's Java/C++/Python world (java_world.py)
     "test_consumer_admin.py": "java-world",
@@ -103,6 +104,7 @@ SHARED_SETUP: dict[str, str] = {
     "test_container_tools.py": "container",
     "test_release.py": "release",                 # the sdist and wheel, built once
     "test_parity_ha.py": "ha-parity",             # one master-slave set-up of emulator processes
+    "test_broker_stats.py": "broker-stats",       # the stats scenario (a consumer read for 10 s, mqadmin)
 }
 
 
