@@ -14,26 +14,27 @@ pytest_plugins = ["pytester"]
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """`--dist loadgroup` (pyproject's addopts): the tests of a module with a costly shared set-up
-    (integration_tests/conftest.py SHARED_SETUP) go to one worker together; every other test is scheduled on its
-    own; and the units go out longest first, as integration_tests/durations.json estimates them (a test it does not
-    name counts half a second), so that no long test starts last while the other workers sit idle. (pytest-xdist's
-    own loadgroup reads `xdist_group` marks through a node id suffix that pytest 9 no longer lets it set, so it
-    would spread those modules and repeat their set-up.)"""
+    """`--dist loadgroup` (pyproject's addopts): the tests of a module with a costly shared set-up, or whose tests
+    each fill the cores (integration_tests/conftest.py SHARED_SETUP), go to one worker together, one after the
+    other; every other test is scheduled on its own; and the units go out longest first, as
+    integration_tests/durations.json estimates them (a test it does not name counts half a second), so that no long
+    test starts last while the other workers sit idle. (pytest-xdist's own loadgroup reads `xdist_group` marks
+    through a node id suffix that pytest 9 no longer lets it set, so it would spread those modules and repeat their
+    set-up.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     import json
 
     from xdist.scheduler import LoadScopeScheduling
 
-    from integration_tests.conftest import SHARED_SETUP
+    from integration_tests.conftest import worker_group
     durations: dict[str, float] = json.loads((Path(__file__).parent / "integration_tests" / "durations.json")
                                              .read_text())
 
     class SharedSetupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0].removeprefix("integration_tests/")
-            return f"group:{SHARED_SETUP[module]}" if module in SHARED_SETUP else nodeid
+            group = worker_group(nodeid)
+            return nodeid if group is None else f"group:{group}"
 
         def _assign_work_unit(self, node: object) -> None:
             if not getattr(self, "_ordered", False):  # the queue is whole: the first unit is about to go

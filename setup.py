@@ -7,7 +7,7 @@ without it; the broker then runs its Python path. One abi3 build serves CPython 
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("rocketmq_emulator.native._lane", ["native/_lane.c", "native/read_sends.c", "native/index_drain.c",
-                                                             "native/dispatch.c"],
+                                                             "native/dispatch.c", "native/slots.c"],
                              depends=["native/lane.h"], optional=True,
                              py_limited_api=True, define_macros=[("Py_LIMITED_API", "0x030B0000")],
                              extra_compile_args=["-O2"])],

@@ -91,21 +91,33 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
-#: Modules whose costly shared set-up (a session or module fixture) must run on one worker under pytest-xdist:
-#: the scheduler in the root conftest.py sends each group's tests to one worker, together, so the set-up is made
-#: once; every other test is scheduled on its own (so a module- or session-scoped fixture of a module not listed
-#: here is made once per worker that runs one of its tests: list the module when that costs seconds).
+#: Tests that go to one worker together under pytest-xdist, by module (or by node id prefix: "module::test[id"):
+#: the scheduler in the root conftest.py sends each group's tests to one worker, one after the other; every other
+#: test is scheduled on its own. Two reasons to list a module: a costly shared set-up (a session or module
+#: fixture, made once per worker that runs one of the module's tests otherwise), or tests that each fill both
+#: cores (Spark), which run faster one at a time than side by side.
 SHARED_SETUP: dict[str, str] = {
     "test_java_client.py": "java-world",        # the session's Java/C++/Python world (java_world.py)
     "test_consumer_admin.py": "java-world",
     "test_mqadmin_commands.py": "mqadmin-batch",  # every README mqadmin command in one JVM
     "test_spark.py": "spark",                     # one Spark session
+    "test_spark_seed_command.py": "spark",        # Spark jobs of their own: one at a time
+    "test_docs_examples.py::test_docs_python_block_runs[user/spark.md": "spark",
     "test_container.py": "container",             # the image, built once
     "test_container_tools.py": "container",
     "test_release.py": "release",                 # the sdist and wheel, built once
     "test_parity_ha.py": "ha-parity",             # one master-slave set-up of emulator processes
     "test_broker_stats.py": "broker-stats",       # the stats scenario (a consumer read for 10 s, mqadmin)
 }
+
+
+def worker_group(nodeid: str) -> str | None:
+    """The SHARED_SETUP group of a test (its node id as pytest gives it, from the project root), or None."""
+    name = nodeid.removeprefix("integration_tests/")
+    module = name.split("::", 1)[0]
+    if module in SHARED_SETUP:
+        return SHARED_SETUP[module]
+    return next((group for prefix, group in SHARED_SETUP.items() if "::" in prefix and name.startswith(prefix)), None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,6 +13,9 @@
  *   read_sends, success_frames, send_header   read_sends.c (the read lane: a read's plain sends taken whole)
  *   index_drain(...)                          index_drain.c  store/index_file.py IndexService._drain_into
  *   run_queue_offsets, put_units              dispatch.c  store/message_store.py (a run's queue offsets, units)
+ *   index_pending                             dispatch.c  store/message_store.py (a put's key-index entries)
+ *   msg_ids                                   read_sends.c store/results.py (a batch's msgId)
+ *   (the message objects' attributes)         slots.c     (read and set through their slots directly)
  *
  * Written against the limited API of CPython 3.11 (one abi3 build for every later version) in plain C: no
  * build-time dependency beyond a C compiler, which `pip install` uses when there is one (the extension is
@@ -307,7 +310,7 @@ PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]) {
     if (obj == NULL)
         return NULL;
     for (int i = 0; i < 13; i++) {
-        if (PyObject_SetAttr(obj, *names[i], values[i]) < 0) {
+        if (lane_setattr(obj, *names[i], values[i]) < 0) {
             Py_DECREF(obj);
             return NULL;
         }
@@ -339,7 +342,7 @@ static int in_i32(long long v) { return v >= -2147483648LL && v <= 2147483647LL;
 
 /* an int attribute; -1 with an exception when absent or not an int */
 static int int_attr(PyObject *m, PyObject *name, long long *out) {
-    PyObject *v = PyObject_GetAttr(m, name);
+    PyObject *v = lane_getattr(m, name);
     if (v == NULL)
         return -1;
     if (!PyLong_Check(v)) {
@@ -353,7 +356,7 @@ static int int_attr(PyObject *m, PyObject *name, long long *out) {
 }
 
 static int bytes_attr(PyObject *m, PyObject *name, PyObject **owned, const char **p, Py_ssize_t *n) {
-    PyObject *v = PyObject_GetAttr(m, name);
+    PyObject *v = lane_getattr(m, name);
     if (v == NULL)
         return -1;
     *owned = v;
@@ -417,7 +420,7 @@ static PyObject *pack_records(PyObject *self, PyObject *args) {
             Py_DECREF(m);
             goto fallback;
         }
-        PyObject *topic = PyObject_GetAttr(m, s_topic);
+        PyObject *topic = lane_getattr(m, s_topic);
         r->topic_o = topic;
         if (topic == NULL || !PyUnicode_Check(topic) ||
             (r->topic = PyUnicode_AsUTF8AndSize(topic, &r->tl)) == NULL ||
@@ -890,6 +893,8 @@ static PyMethodDef methods[] = {
     {"index_drain", lane_index_drain, METH_VARARGS, "Pending keys into an index file (see index_drain.c)."},
     {"run_queue_offsets", lane_run_queue_offsets, METH_VARARGS, "A run's queues and offsets (see dispatch.c)."},
     {"put_units", lane_put_units, METH_VARARGS, "A run's consume-queue units (see dispatch.c)."},
+    {"msg_ids", lane_msg_ids, METH_VARARGS, "A put's offset message ids, comma-separated (see read_sends.c)."},
+    {"index_pending", lane_index_pending, METH_VARARGS, "A put's key-index entries queued (see dispatch.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,23 +9,30 @@
  *       queue's next unit, in its last segment, within the blocks reserved); returns how many units it did: the
  *       twin does the rest, from there, in order. The queues' attributes (wrote_position of the segment,
  *       max_offset_in_queue, max_physic_offset, dirty) are set once per queue.
+ *   index_pending(pending, msgs, offsets, ts)
+ *       twin: the key-index loop of MessageStore._dispatch: for each message with keys (its `keys`, else what
+ *       its `index_keys()` returns), (topic, keys, physical offset, ts) appended to `pending`, in order.
  */
 #include "lane.h"
 
-static PyObject *s_topic, *s_queue_id, *s_sys_flag, *s_tags_code, *s_max_offset_in_queue, *s_max_physic_offset,
+static PyObject *s_keys, *s_index_keys, *s_topic, *s_queue_id, *s_sys_flag, *s_tags_code, *s_max_offset_in_queue, *s_max_physic_offset,
     *s_file_size, *s_queue, *s_files, *s_wrote_position, *s_allocated, *s_mm, *s_dirty;
 
 #define TRANSACTION_MASK 0xC
 #define MAX_QUEUES 64 /* distinct queues one call keeps track of; more: the twin */
 
-static int attr_ll(PyObject *o, PyObject *name, long long *out) {
-    PyObject *v = PyObject_GetAttr(o, name);
+static int as_ll(PyObject *v, long long *out) {
     if (v == NULL)
         return -1;
     *out = PyLong_AsLongLong(v);
     Py_DECREF(v);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
+
+static int attr_ll(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
+
+/* a message's attribute (slots.c: the message class's slots read directly) */
+static int msg_ll(PyObject *m, PyObject *name, long long *out) { return as_ll(lane_getattr(m, name), out); }
 
 /* run_queue_offsets(msgs, cqs_by_key) -> (cqs, queue_offsets, [(cq, count), ...]) | None */
 PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args) {
@@ -42,9 +49,9 @@ PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *m = PyList_GetItem(msgs, i);
         long long sys_flag;
-        if (attr_ll(m, s_sys_flag, &sys_flag) < 0 || sys_flag & TRANSACTION_MASK)
+        if (msg_ll(m, s_sys_flag, &sys_flag) < 0 || sys_flag & TRANSACTION_MASK)
             goto twin;
-        PyObject *topic = PyObject_GetAttr(m, s_topic), *queue_id = PyObject_GetAttr(m, s_queue_id);
+        PyObject *topic = lane_getattr(m, s_topic), *queue_id = lane_getattr(m, s_queue_id);
         PyObject *key = (topic && queue_id) ? PyTuple_Pack(2, topic, queue_id) : NULL;
         Py_XDECREF(topic);
         Py_XDECREF(queue_id);
@@ -188,7 +195,7 @@ PyObject *lane_put_units(PyObject *self, PyObject *args) {
         unitq_t *u = &qs[q];
         long long phy = PyLong_AsLongLong(PyList_GetItem(offsets, i)), size = PyLong_AsLongLong(PyList_GetItem(sizes, i)),
                   index = PyLong_AsLongLong(PyList_GetItem(qos, i)), tags;
-        if (PyErr_Occurred() || attr_ll(PyList_GetItem(msgs, i), s_tags_code, &tags) < 0) {
+        if (PyErr_Occurred() || msg_ll(PyList_GetItem(msgs, i), s_tags_code, &tags) < 0) {
             failed = 1;
             break;
         }
@@ -215,8 +222,43 @@ PyObject *lane_put_units(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(i);
 }
 
+/* index_pending(pending, msgs, offsets, ts) -> None */
+PyObject *lane_index_pending(PyObject *self, PyObject *args) {
+    PyObject *pending, *msgs, *offsets, *ts;
+    if (!PyArg_ParseTuple(args, "O!O!O!O", &PyList_Type, &pending, &PyList_Type, &msgs, &PyList_Type, &offsets, &ts))
+        return NULL;
+    Py_ssize_t n = PyList_Size(msgs);
+    if (PyList_Size(offsets) < n) {
+        PyErr_SetString(PyExc_ValueError, "fewer offsets than messages");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GetItem(msgs, i);
+        PyObject *keys = lane_getattr(m, s_keys);
+        if (keys == Py_None) {
+            Py_DECREF(keys);
+            keys = PyObject_CallMethodObjArgs(m, s_index_keys, NULL);
+        }
+        if (keys == NULL)
+            return NULL;
+        int truth = PyObject_IsTrue(keys);
+        if (truth > 0) {
+            PyObject *topic = lane_getattr(m, s_topic);
+            PyObject *entry = topic ? PyTuple_Pack(4, topic, keys, PyList_GetItem(offsets, i), ts) : NULL;
+            Py_XDECREF(topic);
+            truth = entry == NULL ? -1 : PyList_Append(pending, entry);
+            Py_XDECREF(entry);
+        }
+        Py_DECREF(keys);
+        if (truth < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 int lane_dispatch_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
+    INTERN(s_keys, "keys") INTERN(s_index_keys, "index_keys")
     INTERN(s_topic, "topic") INTERN(s_queue_id, "queue_id") INTERN(s_sys_flag, "sys_flag")
     INTERN(s_tags_code, "tags_code") INTERN(s_max_offset_in_queue, "max_offset_in_queue")
     INTERN(s_max_physic_offset, "max_physic_offset") INTERN(s_file_size, "file_size") INTERN(s_queue, "queue")

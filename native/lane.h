@@ -88,6 +88,7 @@ PyObject *lane_batch_items(PyObject *cls, PyObject *body, PyObject *suffix, PyOb
 /* read_sends.c */
 PyObject *lane_read_sends(PyObject *self, PyObject *args);
 PyObject *lane_success_frames(PyObject *self, PyObject *args);
+PyObject *lane_msg_ids(PyObject *self, PyObject *args);
 PyObject *lane_send_header(PyObject *self, PyObject *args);
 PyObject *lane_pull_header(PyObject *self, PyObject *args);
 int lane_read_sends_init(void);
@@ -99,6 +100,11 @@ int lane_index_drain_init(void);
 /* dispatch.c */
 PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args);
 PyObject *lane_put_units(PyObject *self, PyObject *args);
+PyObject *lane_index_pending(PyObject *self, PyObject *args);
+
+/* slots.c: PyObject_GetAttr / PyObject_SetAttr for the message objects, their slots read and set directly */
+PyObject *lane_getattr(PyObject *o, PyObject *name);
+int lane_setattr(PyObject *o, PyObject *name, PyObject *v);
 int lane_dispatch_init(void);
 
 #endif

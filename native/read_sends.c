@@ -869,7 +869,7 @@ PyObject *lane_success_frames(PyObject *self, PyObject *args) {
         return NULL;
     unsigned char *start = (unsigned char *)PyBytes_AsString(out), *p = start;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *q = PyObject_GetAttr(PyList_GetItem(msgs, i), s_queue_id_attr);
+        PyObject *q = lane_getattr(PyList_GetItem(msgs, i), s_queue_id_attr);
         long long queue_id = q ? PyLong_AsLongLong(q) : -1;
         Py_XDECREF(q);
         long long phy = PyLong_AsLongLong(PyList_GetItem(phys, i)), qo = PyLong_AsLongLong(PyList_GetItem(qos, i)),
@@ -892,6 +892,44 @@ PyObject *lane_success_frames(PyObject *self, PyObject *args) {
     PyObject *done = PyBytes_FromStringAndSize((const char *)start, p - start);
     Py_DECREF(out);
     return done;
+}
+
+/* msg_ids(host_hex, phy_offsets) -> str | None: the offset message ids of a put's records, comma-separated (a
+ * batch's msgId); None when the twin must make them (an offset below 0 or above 2^63 - 1). Twin:
+ * store/results.py PutMessageResult.msg_id, ",".join(host_hex + "%016X" % phy ...). */
+PyObject *lane_msg_ids(PyObject *self, PyObject *args) {
+    PyObject *host_hex, *phys;
+    if (!PyArg_ParseTuple(args, "UO!", &host_hex, &PyList_Type, &phys))
+        return NULL;
+    Py_ssize_t hexl, n = PyList_Size(phys);
+    const char *hex = PyUnicode_AsUTF8AndSize(host_hex, &hexl);
+    if (hex == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < hexl; i++)
+        if ((unsigned char)hex[i] >= 0x80)
+            Py_RETURN_NONE; /* (an ASCII result is made below) */
+    if (n == 0)
+        return PyUnicode_FromStringAndSize("", 0);
+    Py_ssize_t each = hexl + 16, total = n * (each + 1) - 1;
+    char *buf = PyMem_Malloc((size_t)total), *p = buf;
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long phy = PyLong_AsLongLong(PyList_GetItem(phys, i));
+        if (phy < 0) {
+            PyMem_Free(buf);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (i)
+            *p++ = ',';
+        memcpy(p, hex, (size_t)hexl);
+        fmt_hex16(p + hexl, (unsigned long long)phy);
+        p += each;
+    }
+    PyObject *out = PyUnicode_DecodeASCII(buf, total, NULL);
+    PyMem_Free(buf);
+    return out;
 }
 
 /* module set-up for this file's names (called by PyInit__lane) */

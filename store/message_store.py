@@ -63,6 +63,7 @@ _NOT_AVAILABLE = PutMessageStatus.SERVICE_NOT_AVAILABLE
 #: the native lane's twins of `_reserve_queue_offsets` (a run) and of `_dispatch`'s unit loop, None on the Python path
 _run_queue_offsets = lane.run_queue_offsets if lane is not None else None
 _put_units = lane.put_units if lane is not None else None
+_index_pending = lane.index_pending if lane is not None else None
 _INDEX_DRAIN_AT = 256  # small drains keep each pause short (latency); larger ones are only slightly cheaper
 
 
@@ -490,12 +491,15 @@ class MessageStore(MessageLookup):
                 i += 1
         if self._index_enabled and not (kind == _SINGLE and msgs[0].sys_flag & _TRANSACTION == _ROLLBACK):
             pending = self.index.pending
-            i = 0
-            for m in msgs:
-                keys = m.keys if m.keys is not None else m.index_keys()
-                if keys:
-                    pending.append((m.topic, keys, offsets[i], ts))
-                i += 1
+            if _index_pending is not None and type(msgs) is list:
+                _index_pending(pending, msgs, offsets, ts)
+            else:
+                i = 0
+                for m in msgs:
+                    keys = m.keys if m.keys is not None else m.index_keys()
+                    if keys:
+                        pending.append((m.topic, keys, offsets[i], ts))
+                    i += 1
             if len(pending) >= _INDEX_DRAIN_AT:
                 self.index.drain()
         wrote = sum(sizes)

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import enum
 
+from rocketmq_emulator.native import lane
+
+_msg_ids = lane.msg_ids if lane is not None else None
+
 
 class PutMessageStatus(enum.Enum):
     PUT_OK = "PUT_OK"
@@ -97,6 +101,10 @@ class PutMessageResult:
             return ""
         if self.msg_num == 1:
             return offset_msg_id(self._host.hex().upper(), self.wrote_offset)
+        if _msg_ids is not None and type(self.phy_offsets) is list:
+            joined: str | None = _msg_ids(self._host.hex().upper(), self.phy_offsets)
+            if joined is not None:
+                return joined
         return ",".join(self.msg_ids)
 
     def __repr__(self) -> str:

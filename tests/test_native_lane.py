@@ -34,7 +34,7 @@ from rocketmq_emulator.protocol.codes import PullSysFlag
 from rocketmq_emulator.protocol.frame import FrameDecoder, decode_frames, encode_command_bytes, frame_prefix
 from rocketmq_emulator.protocol.headers import (CreateTopicRequestHeader, PullMessageRequestHeader,
                                                 SendMessageRequestHeader, SendMessageResponseHeader)
-from rocketmq_emulator.protocol.message import BatchItem, encode_batch
+from rocketmq_emulator.protocol.message import BatchItem, encode_batch, encode_properties
 from rocketmq_emulator.store import commitlog as commitlog_module
 from rocketmq_emulator.store import message_lookup
 from rocketmq_emulator.store.config import MessageStoreConfig
@@ -231,6 +231,81 @@ def test_pack_records_is_its_python_twin(msgs: list[MessageExtBrokerInner], firs
             len(m.born_host) not in (4, 16) or not all(-2**31 <= v < 2**31 for v in (
                 m.queue_id, m.flag, m.sys_flag, m.born_port, m.reconsume_times)) for m in msgs)
         assert kind != "ok" or isinstance(python_records, PutMessageStatus) or unusual
+
+
+# -- index_pending -----------------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(props=st.lists(st.dictionaries(st.sampled_from(["KEYS", "UNIQ_KEY", "TAGS"]),
+                                      st.sampled_from(["", "k1", "k1 k2", " a  b ", "AC11"]), max_size=3),
+                      max_size=5),
+       preset=st.lists(st.booleans(), min_size=5, max_size=5), ts=int64)
+def test_index_pending_is_its_python_twin(props: list[dict[str, str]], preset: list[bool], ts: int) -> None:
+    """The key-index entries a put queues: those of the Python loop, in order; a message's keys worked out
+    from its properties when it has none yet (and kept on it, as the twin keeps them)."""
+    def made() -> list[MessageExtBrokerInner]:
+        msgs = []
+        for i, p in enumerate(props):
+            m = MessageExtBrokerInner(topic=f"T{i}", queue_id=0, body=b"", properties_raw=encode_properties(p))
+            if preset[i]:
+                m.index_keys()
+            msgs.append(m)
+        return msgs
+    offsets = [1000 + 7 * i for i in range(len(props))]
+    python_msgs, native_msgs = made(), made()
+    expected: list[tuple[str, object, int, int]] = []
+    for m, phy in zip(python_msgs, offsets):
+        keys = m.keys if m.keys is not None else m.index_keys()
+        if keys:
+            expected.append((m.topic, keys, phy, ts))
+    pending: list[tuple[str, object, int, int]] = [("earlier", ["k"], 1, 1)]
+    lane.index_pending(pending, native_msgs, offsets, ts)
+    assert pending == [("earlier", ["k"], 1, 1), *expected]
+    assert [m.keys for m in native_msgs] == [m.keys for m in python_msgs]
+
+
+def test_message_attributes_read_directly_behave_as_python_reads_them() -> None:
+    """The lane reads a message class's slots directly (native/slots.c): what it reads is what Python reads,
+    whatever class comes next, a subclass's property wins over the slot, and an unset slot is an AttributeError."""
+    class Renamed(MessageExtBrokerInner):
+        __slots__ = ()
+
+        @property  # type: ignore[override]  # a property over the base class's slot, as Python allows
+        def topic(self) -> str:
+            return "renamed"
+
+    class Loose:
+        def __init__(self, topic: str, keys: list[str]) -> None:
+            self.topic, self.keys = topic, keys
+
+    def plain(topic: str) -> MessageExtBrokerInner:
+        m = MessageExtBrokerInner(topic=topic, queue_id=0, body=b"", properties_raw=encode_properties({"KEYS": "k"}))
+        m.index_keys()
+        return m
+
+    renamed = Renamed.__new__(Renamed)
+    renamed.keys = ["r"]
+    pending: list[tuple[str, object, int, int]] = []
+    for _ in range(3):  # the classes alternate: each time the reads are Python's
+        lane.index_pending(pending, [plain("A"), Loose("B", ["b"]), renamed, plain("C")], [1, 2, 3, 4], 9)
+    assert pending == [("A", ["k"], 1, 9), ("B", ["b"], 2, 9), ("renamed", ["r"], 3, 9), ("C", ["k"], 4, 9)] * 3
+    unset = MessageExtBrokerInner.__new__(MessageExtBrokerInner)
+    unset.keys = ["x"]
+    with pytest.raises(AttributeError):
+        lane.index_pending([], [unset], [1], 0)  # its topic was never set
+
+
+# -- msg_ids ----------------------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(host=st.sampled_from(["0A00000100002A9F", "7F000001000015B3", "00000000000000000000000000000001000015B3"]),
+       offsets=st.lists(st.one_of(st.integers(0, 2**63 - 1), st.sampled_from([0, 2**63, -1])), max_size=40))
+def test_msg_ids_is_its_python_twin(host: str, offsets: list[int]) -> None:
+    """A batch's msgId: the offset ids of its records, comma-separated, as the Python path writes them; an
+    offset it cannot write as 16 hex digits is left to the twin (None)."""
+    joined = lane.msg_ids(host, offsets)
+    if joined is None:
+        assert any(not 0 <= o < 2**63 for o in offsets)
+    else:
+        assert joined == ",".join(f"{host}{o:016X}" for o in offsets)
 
 
 # -- the whole send path on both lanes ----------------------------------------------------------------------

@@ -175,3 +175,9 @@ def test_dispatch_functions(values: list[object], n: int, lists: list[list[objec
     survives(lane.put_units, [cq] * n, *lists[:2], msgs, lists[2])
     survives(lane.put_units, [cq, None, 3][:n], [1] * n, [20] * n, msgs, [max_offset] * n)
     survives(lane.put_units, [_Thing()] * n, [1] * n, [20] * n, msgs, [0] * n)
+    keyed = [_Thing(topic=topic, keys=v, index_keys=lambda v=v: v) for v in values[:n]]
+    survives(lane.msg_ids, topic, lists[0])
+    survives(lane.msg_ids, "\u00e9" * n, [1] * n)
+    survives(lane.index_pending, [], keyed, lists[0], tags)
+    survives(lane.index_pending, [], msgs, lists[1], tags)  # no `keys` at all
+    survives(lane.index_pending, [], [_Thing(keys=None, index_keys=lambda: int("not a number"))] * n, [1] * n, 0)  # its error propagates
