@@ -13,7 +13,7 @@
 #define TABLE 64 /* a power of two; at most half of it used */
 
 static PyTypeObject *cached_type; /* a strong reference: the pointer is never reused while cached */
-static PyObject *names[TABLE];    /* by the name's address (the callers' interned module-level strings, borrowed) */
+static PyObject *names[TABLE];    /* by the name's address (strong references: an address is never reused) */
 static PyObject *descrs[TABLE];   /* the member descriptors (strong references), NULL: not a slot */
 static int nnames;
 static PyTypeObject *member_type;   /* type(a slot's descriptor), learnt from the first class */
@@ -32,7 +32,7 @@ static PyObject *descriptor(PyTypeObject *t, PyObject *name) {
         if (!generic_type(t))
             return NULL;
         for (int i = 0; i < TABLE; i++) {
-            names[i] = NULL;
+            Py_CLEAR(names[i]);
             Py_CLEAR(descrs[i]);
         }
         nnames = 0;
@@ -68,6 +68,7 @@ static PyObject *descriptor(PyTypeObject *t, PyObject *name) {
     }
     if (d != NULL && (member_type == NULL || Py_TYPE(d) != member_type))
         Py_CLEAR(d); /* a method, a property, a class attribute: the generic way */
+    Py_INCREF(name);
     names[h] = name;
     descrs[h] = d;
     nnames++;
