@@ -164,6 +164,33 @@ def test_progress_rewrites_one_line_on_a_terminal(broker):
     assert "\rseed OnATerminal: 10 / 10 messages (100.0%) after " in text, text
 
 
+def test_a_name_server_that_does_not_answer_delays_the_count_never_the_lines(broker):
+    """A broker flooded by the write (or a loaded machine) answers the count late: the line still comes every
+    interval, with the last count, and a failed job's last line does not wait out the long count timeout."""
+    import socket
+
+    from rocketmq_emulator.spark_tools.preflight import check_target
+    from rocketmq_emulator.spark_tools.progress import POLL_TIMEOUT, Progress
+    target = check_target(broker.namesrv_addr, "SilentNameServer", queues=1)
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        out = io.StringIO()
+        progress = Progress(f"127.0.0.1:{silent.getsockname()[1]}", target, 10, time.monotonic(), out,
+                            interval=0.2)
+        progress.phase = "writing"
+        progress.start()
+        time.sleep(1.5)
+        stopping = time.monotonic()
+        progress.stop("failed")
+        stopped_after = time.monotonic() - stopping
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 5, lines  # ~7 lines in 1.5 s although no count ever came
+    assert all(line.startswith("seed SilentNameServer: 0 / 10 messages (0.0%) after ") for line in lines), lines
+    assert lines[-1].endswith(": failed") and all(line.endswith(": writing") for line in lines[:-1]), lines
+    assert stopped_after < POLL_TIMEOUT / 2, stopped_after
+
+
 @pytest.mark.parametrize("args, name, content, expected", [
     (("-t", "Bad Topic", "--messages", "5"), None, None,
      "error: topic 'Bad Topic' is invalid: use letters, digits and the characters % | _ -"),

@@ -20,6 +20,8 @@ from .preflight import CHECK_TIMEOUT, SeedTarget, admin_config, landed_offsets
 
 #: seconds between two progress updates
 INTERVAL = 1.0
+#: how long one count may take: longer than the line's interval, since a broker busy with the write answers late
+POLL_TIMEOUT = 10.0
 
 
 class Progress:
@@ -67,26 +69,43 @@ class Progress:
             self.stream.write(text + "\n")
         self.stream.flush()
 
-    async def _poll(self, admin: Admin) -> None:
+    async def _poll(self, admin: Admin, timeout: float = POLL_TIMEOUT) -> None:
         try:
-            status = await asyncio.wait_for(admin.topic_status(self.target.topic), 2 * CHECK_TIMEOUT)
-        except Exception:  # noqa: BLE001 - topic not routed yet, broker gone: keep the last count
+            status = await asyncio.wait_for(admin.topic_status(self.target.topic), timeout)
+        except Exception:  # noqa: BLE001 - topic not routed yet, broker gone or busy: keep the last count
             return
-        self.landed = max(0, landed_offsets(status) - self.target.baseline)
+        self.landed = max(self.landed, landed_offsets(status) - self.target.baseline)
+
+    async def _keep_polling(self, admin: Admin) -> None:
+        """Ask for the count again as soon as the last answer came (or timed out), at most once an interval."""
+        while not self._stop.is_set():
+            asked = time.monotonic()
+            await self._poll(admin)
+            await asyncio.sleep(max(0.0, asked + self.interval - time.monotonic()))
+
+    async def _report(self, admin: Admin) -> None:
+        """A line every interval with the latest count; a broker slow to answer (a loaded machine, a write
+        flooding it) delays the count, never the lines. After the job: one more poll for the last count."""
+        poller = asyncio.ensure_future(self._keep_polling(admin))
+        try:
+            tick = time.monotonic()
+            while not self._stop.is_set():
+                self._write()
+                tick += self.interval
+                while not self._stop.is_set() and time.monotonic() < tick:  # stop() is called from another thread
+                    await asyncio.sleep(min(0.05, tick - time.monotonic()))
+        finally:
+            poller.cancel()
+            await asyncio.gather(poller, return_exceptions=True)
+        await self._poll(admin, POLL_TIMEOUT if self.phase == "done" else CHECK_TIMEOUT)  # a failure: say it soon
+        self._write(final=True)
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
-        admin = Admin(config=admin_config(self.namesrv), instance_name=f"seed-progress-{os.getpid()}")
+        admin = Admin(config=admin_config(self.namesrv, POLL_TIMEOUT), instance_name=f"seed-progress-{os.getpid()}")
         try:
             loop.run_until_complete(admin.start())
-            tick = time.monotonic()
-            while not self._stop.is_set():
-                loop.run_until_complete(self._poll(admin))
-                self._write()
-                tick += self.interval
-                self._stop.wait(max(0.0, tick - time.monotonic()))
-            loop.run_until_complete(self._poll(admin))  # after the job: the last count
-            self._write(final=True)
+            loop.run_until_complete(self._report(admin))
         except Exception:  # noqa: BLE001 - progress is best effort: never a traceback from this thread
             pass
         finally:
