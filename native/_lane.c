@@ -122,21 +122,17 @@ static int name_is(const char *p, Py_ssize_t n, const char *name) {
     return (Py_ssize_t)strlen(name) == n && memcmp(p, name, (size_t)n) == 0;
 }
 
-/* scan_properties(raw: bytes) -> (index_keys: list[str], tags_code: int, wait: bool, special: bool); see the
- * Python twin for the rules. */
-static PyObject *scan_properties(PyObject *self, PyObject *arg) {
-    char *raw;
-    Py_ssize_t n;
-    if (PyBytes_AsStringAndSize(arg, &raw, &n) < 0)
-        return NULL;
+/* One pass over raw properties (lane.h's props_scan_t); -1 with an exception (keys, tags or UNIQ_KEY not UTF-8).
+ * Twin: broker/core/send_inner.py _scan_properties. */
+int lane_scan_properties(const char *raw, Py_ssize_t n, props_scan_t *out) {
     const char *tags = NULL, *keys = NULL, *uniq = NULL;
     Py_ssize_t tl = 0, kl = 0, ul = 0;
     int wait = 0, special = 0;
     if (n > 0) {
         Py_ssize_t start = 0;
-        for (Py_ssize_t i = 0; i <= n; i++) {
-            if (i < n && raw[i] != '\x02')
-                continue;
+        for (;;) {
+            const char *stop = memchr(raw + start, '\x02', (size_t)(n - start));
+            Py_ssize_t i = stop != NULL ? stop - raw : n;
             const char *item = raw + start;
             Py_ssize_t il = i - start;
             start = i + 1;
@@ -179,40 +175,82 @@ static PyObject *scan_properties(PyObject *self, PyObject *arg) {
             default:
                 break;
             }
+            if (i >= n)
+                break;
         }
     }
     PyObject *index_keys = NULL;
     if (keys != NULL && kl > 0) { /* keys.decode().split(): Python's own split (Unicode whitespace) */
         PyObject *text = PyUnicode_DecodeUTF8(keys, kl, NULL);
         if (text == NULL)
-            return NULL;
+            return -1;
         index_keys = PyUnicode_Split(text, NULL, -1);
         Py_DECREF(text);
     } else {
         index_keys = PyList_New(0);
     }
     if (index_keys == NULL)
-        return NULL;
+        return -1;
     if (uniq != NULL && ul > 0) {
         PyObject *u = PyUnicode_DecodeUTF8(uniq, ul, NULL);
         if (u == NULL || PyList_Append(index_keys, u) < 0) {
             Py_XDECREF(u);
             Py_DECREF(index_keys);
-            return NULL;
+            return -1;
         }
         Py_DECREF(u);
     }
     long tags_code = 0;
     if (tags != NULL && tl > 0) {
-        PyObject *t = PyUnicode_DecodeUTF8(tags, tl, NULL); /* validates (and raises as .decode() does) */
-        if (t == NULL) {
-            Py_DECREF(index_keys);
-            return NULL;
+        Py_ssize_t ascii = 0;
+        while (ascii < tl && (unsigned char)tags[ascii] < 0x80)
+            ascii++;
+        if (ascii < tl) { /* validated as .decode() does (and raising as it does); ASCII is valid UTF-8 */
+            PyObject *t = PyUnicode_DecodeUTF8(tags, tl, NULL);
+            if (t == NULL) {
+                Py_DECREF(index_keys);
+                return -1;
+            }
+            Py_DECREF(t);
         }
-        Py_DECREF(t);
         tags_code = java_hash_utf8((const unsigned char *)tags, tl);
     }
-    return Py_BuildValue("(NlNN)", index_keys, tags_code, PyBool_FromLong(wait), PyBool_FromLong(special));
+    PyObject *code = PyLong_FromLong(tags_code);
+    if (code == NULL) {
+        Py_DECREF(index_keys);
+        return -1;
+    }
+    out->index_keys = index_keys;
+    out->tags_code = code;
+    out->wait = wait;
+    out->special = special;
+    return 0;
+}
+
+/* a tuple of `n` new references (stolen, also on failure; NULL items allowed only after an error) */
+PyObject *lane_tuple(Py_ssize_t n, PyObject *const items[]) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (t == NULL || items[i] == NULL || PyTuple_SetItem(t, i, items[i]) < 0) {
+            for (Py_ssize_t j = t == NULL || items[i] == NULL ? i : i + 1; j < n; j++)
+                Py_XDECREF(items[j]);
+            Py_XDECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* scan_properties(raw: bytes) -> (index_keys: list[str], tags_code: int, wait: bool, special: bool); see the
+ * Python twin for the rules. */
+static PyObject *scan_properties(PyObject *self, PyObject *arg) {
+    char *raw;
+    Py_ssize_t n;
+    props_scan_t sc;
+    if (PyBytes_AsStringAndSize(arg, &raw, &n) < 0 || lane_scan_properties(raw, n, &sc) < 0)
+        return NULL;
+    return lane_tuple(4, (PyObject *const[4]){sc.index_keys, sc.tags_code, PyBool_FromLong(sc.wait),
+                                               PyBool_FromLong(sc.special)});
 }
 
 
@@ -224,30 +262,33 @@ static PyObject *plain_properties(PyObject *self, PyObject *args) {
     PyObject *raw_o, *suffix_o;
     if (!PyArg_ParseTuple(args, "SS", &raw_o, &suffix_o))
         return NULL;
-    char *suffix;
-    Py_ssize_t sl;
-    if (PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
+    char *raw, *suffix;
+    Py_ssize_t n, sl;
+    if (PyBytes_AsStringAndSize(raw_o, &raw, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
         return NULL;
-    return lane_plain_properties(raw_o, suffix, sl);
+    plain_props_t pp;
+    int rc = lane_plain_properties(raw, n, suffix, sl, &pp);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return lane_tuple(3, (PyObject *const[3]){pp.final, pp.index_keys, pp.tags_code});
 }
 
-/* plain_properties' work, for read_sends.c too (lane.h) */
-PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t sl) {
-    char *raw;
-    Py_ssize_t n;
-    if (PyBytes_AsStringAndSize(raw_o, &raw, &n) < 0)
-        return NULL;
-    PyObject *scan = scan_properties(NULL, raw_o);
-    if (scan == NULL)
-        return NULL;
-    int wait = PyObject_IsTrue(PyTuple_GetItem(scan, 2));
-    if (PyObject_IsTrue(PyTuple_GetItem(scan, 3))) { /* special */
-        Py_DECREF(scan);
-        Py_RETURN_NONE;
+/* plain_properties' work, for read_sends.c too (lane.h): 1 with `out` filled (new references), 0 when a property
+ * needs the full path, -1 with an exception */
+int lane_plain_properties(const char *raw, Py_ssize_t n, const char *suffix, Py_ssize_t sl, plain_props_t *out) {
+    props_scan_t sc;
+    if (lane_scan_properties(raw, n, &sc) < 0)
+        return -1;
+    if (sc.special) {
+        Py_DECREF(sc.index_keys);
+        Py_DECREF(sc.tags_code);
+        return 0;
     }
     /* kept = raw[0:a] + raw[b:n] (WAIT's pair removed), then its trailing 0x02 stripped */
     Py_ssize_t a = n, b = n;
-    if (wait) {
+    if (sc.wait) {
         for (Py_ssize_t j = 0; j + 5 <= n; j++) {
             if (memcmp(raw + j, "WAIT\x01", 5) == 0 && (j == 0 || raw[j - 1] == '\x02')) {
                 const char *end = memchr(raw + j, '\x02', (size_t)(n - j));
@@ -265,7 +306,7 @@ PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t 
             head--;
     /* the twin appends the suffix when its `raw` is not empty: after WAIT's removal (already stripped) when
      * there was a WAIT, else the raw as sent; otherwise the suffix without its leading separator */
-    int appended = wait ? head + tail > 0 : n > 0;
+    int appended = sc.wait ? head + tail > 0 : n > 0;
     PyObject *final;
     if (appended) {
         final = PyBytes_FromStringAndSize(NULL, head + tail + sl);
@@ -279,28 +320,25 @@ PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t 
         final = PyBytes_FromStringAndSize(sl > 0 ? suffix + 1 : suffix, sl > 0 ? sl - 1 : 0);
     }
     if (final == NULL) {
-        Py_DECREF(scan);
-        return NULL;
+        Py_DECREF(sc.index_keys);
+        Py_DECREF(sc.tags_code);
+        return -1;
     }
-    PyObject *out = Py_BuildValue("(NOO)", final, PyTuple_GetItem(scan, 0), PyTuple_GetItem(scan, 1));
-    Py_DECREF(scan);
-    return out;
+    out->final = final;
+    out->index_keys = sc.index_keys;
+    out->tags_code = sc.tags_code;
+    return 1;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* pack_records                                                                                      */
 /* ------------------------------------------------------------------------------------------------ */
 
-static PyObject *s_topic, *s_queue_id, *s_body, *s_flag, *s_properties_raw, *s_sys_flag, *s_born_timestamp,
-    *s_born_host, *s_born_port, *s_reconsume_times, *s_prepared_transaction_offset, *s_keys, *s_tags_code;
 
 /* A MessageExtBrokerInner (or any class whose __init__ only stores its 13 arguments as these attributes, in this
  * order) made without running __init__: allocated as object.__new__ does, each attribute set as __init__ sets it
  * (a Python __init__ call is most of the cost of making one). Any other class is called. */
 PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]) {
-    static PyObject *const *names[13] = {&s_topic, &s_queue_id, &s_body, &s_flag, &s_properties_raw, &s_tags_code,
-                                         &s_sys_flag, &s_born_timestamp, &s_born_host, &s_born_port,
-                                         &s_reconsume_times, &s_prepared_transaction_offset, &s_keys};
     if (!PyType_Check(cls) || !(PyType_GetFlags((PyTypeObject *)cls) & Py_TPFLAGS_HEAPTYPE) ||
         PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type) || PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type))
         return PyObject_CallFunctionObjArgs(cls, values[0], values[1], values[2], values[3], values[4], values[5],
@@ -310,7 +348,7 @@ PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]) {
     if (obj == NULL)
         return NULL;
     for (int i = 0; i < 13; i++) {
-        if (lane_setattr(obj, *names[i], values[i]) < 0) {
+        if (lane_set(obj, i, values[i]) < 0) {
             Py_DECREF(obj);
             return NULL;
         }
@@ -341,8 +379,8 @@ static void rec_clear(rec_t *r) {
 static int in_i32(long long v) { return v >= -2147483648LL && v <= 2147483647LL; }
 
 /* an int attribute; -1 with an exception when absent or not an int */
-static int int_attr(PyObject *m, PyObject *name, long long *out) {
-    PyObject *v = lane_getattr(m, name);
+static int int_attr(PyObject *m, int name, long long *out) {
+    PyObject *v = lane_get(m, name);
     if (v == NULL)
         return -1;
     if (!PyLong_Check(v)) {
@@ -355,8 +393,8 @@ static int int_attr(PyObject *m, PyObject *name, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static int bytes_attr(PyObject *m, PyObject *name, PyObject **owned, const char **p, Py_ssize_t *n) {
-    PyObject *v = lane_getattr(m, name);
+static int bytes_attr(PyObject *m, int name, PyObject **owned, const char **p, Py_ssize_t *n) {
+    PyObject *v = lane_get(m, name);
     if (v == NULL)
         return -1;
     *owned = v;
@@ -420,17 +458,17 @@ static PyObject *pack_records(PyObject *self, PyObject *args) {
             Py_DECREF(m);
             goto fallback;
         }
-        PyObject *topic = lane_getattr(m, s_topic);
+        PyObject *topic = lane_get(m, A_TOPIC);
         r->topic_o = topic;
         if (topic == NULL || !PyUnicode_Check(topic) ||
             (r->topic = PyUnicode_AsUTF8AndSize(topic, &r->tl)) == NULL ||
-            bytes_attr(m, s_body, &r->body_o, &r->body, &r->bl) < 0 ||
-            bytes_attr(m, s_properties_raw, &r->props_o, &r->props, &r->pl) < 0 ||
-            bytes_attr(m, s_born_host, &r->born_o, &r->born, &r->hl) < 0 ||
-            int_attr(m, s_queue_id, &r->queue_id) < 0 || int_attr(m, s_flag, &r->flag) < 0 ||
-            int_attr(m, s_sys_flag, &r->sys_flag) < 0 || int_attr(m, s_born_timestamp, &r->born_ts) < 0 ||
-            int_attr(m, s_born_port, &r->born_port) < 0 || int_attr(m, s_reconsume_times, &r->reconsume) < 0 ||
-            int_attr(m, s_prepared_transaction_offset, &r->prepared) < 0) {
+            bytes_attr(m, A_BODY, &r->body_o, &r->body, &r->bl) < 0 ||
+            bytes_attr(m, A_PROPERTIES_RAW, &r->props_o, &r->props, &r->pl) < 0 ||
+            bytes_attr(m, A_BORN_HOST, &r->born_o, &r->born, &r->hl) < 0 ||
+            int_attr(m, A_QUEUE_ID, &r->queue_id) < 0 || int_attr(m, A_FLAG, &r->flag) < 0 ||
+            int_attr(m, A_SYS_FLAG, &r->sys_flag) < 0 || int_attr(m, A_BORN_TIMESTAMP, &r->born_ts) < 0 ||
+            int_attr(m, A_BORN_PORT, &r->born_port) < 0 || int_attr(m, A_RECONSUME_TIMES, &r->reconsume) < 0 ||
+            int_attr(m, A_PREPARED_TRANSACTION_OFFSET, &r->prepared) < 0) {
             Py_DECREF(m);
             goto fallback;
         }
@@ -795,7 +833,6 @@ PyObject *lane_batch_items(PyObject *cls, PyObject *body, PyObject *suffix, PyOb
 static PyObject *batch_items(PyObject *cls, PyObject *body_o, PyObject *suffix_o, PyObject *topic,
                              PyObject *queue_id, PyObject *sys_flag, PyObject *born_ts, PyObject *born,
                              PyObject *port) {
-    PyObject *self = NULL;
     char *buf, *suffix;
     Py_ssize_t n, sl;
     if (PyBytes_AsStringAndSize(body_o, &buf, &n) < 0 || PyBytes_AsStringAndSize(suffix_o, &suffix, &sl) < 0)
@@ -840,21 +877,23 @@ static PyObject *batch_items(PyObject *cls, PyObject *body_o, PyObject *suffix_o
             goto fallback;
         }
         total += body_len;
-        PyObject *scan = scan_properties(self, props);
-        if (scan == NULL) {
+        props_scan_t sc;
+        char *praw;
+        Py_ssize_t pn;
+        if (PyBytes_AsStringAndSize(props, &praw, &pn) < 0 || lane_scan_properties(praw, pn, &sc) < 0) {
             Py_DECREF(props);
             goto fallback;
         }
         PyObject *item_body = PyBytes_FromStringAndSize(buf + pos + 20, body_len);
         PyObject *flag_o = PyLong_FromLong(flag);
         PyObject *msg = (item_body == NULL || flag_o == NULL) ? NULL :
-            lane_new_inner(cls, (PyObject *const[13]){topic, queue_id, item_body, flag_o, props,
-                                                      PyTuple_GetItem(scan, 1), sys_flag, born_ts, born, port, zero,
-                                                      zero, PyTuple_GetItem(scan, 0)});
+            lane_new_inner(cls, (PyObject *const[13]){topic, queue_id, item_body, flag_o, props, sc.tags_code,
+                                                      sys_flag, born_ts, born, port, zero, zero, sc.index_keys});
         Py_XDECREF(item_body);
         Py_XDECREF(flag_o);
         Py_DECREF(props);
-        Py_DECREF(scan);
+        Py_DECREF(sc.index_keys);
+        Py_DECREF(sc.tags_code);
         if (msg == NULL)
             goto error;
         int rc = PyList_Append(out, msg);
@@ -864,7 +903,7 @@ static PyObject *batch_items(PyObject *cls, PyObject *body_o, PyObject *suffix_o
         pos = end;
     }
     Py_DECREF(zero);
-    return Py_BuildValue("(NL)", out, total);
+    return lane_tuple(2, (PyObject *const[2]){out, PyLong_FromLongLong(total)});
 fallback:
     PyErr_Clear();
     Py_XDECREF(out);
@@ -905,13 +944,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__lane(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
-    INTERN(s_topic, "topic") INTERN(s_queue_id, "queue_id") INTERN(s_body, "body") INTERN(s_flag, "flag")
-    INTERN(s_properties_raw, "properties_raw") INTERN(s_sys_flag, "sys_flag")
-    INTERN(s_born_timestamp, "born_timestamp") INTERN(s_born_host, "born_host") INTERN(s_born_port, "born_port")
     INTERN(s_mm, "mm") INTERN(s_wrote_position, "wrote_position") INTERN(s_file_from_offset, "file_from_offset")
-    INTERN(s_reconsume_times, "reconsume_times") INTERN(s_prepared_transaction_offset, "prepared_transaction_offset")
-    INTERN(s_keys, "keys") INTERN(s_tags_code, "tags_code")
-    if (lane_read_sends_init() < 0 || lane_index_drain_init() < 0 || lane_dispatch_init() < 0)
+    if (lane_slots_init() < 0 || lane_read_sends_init() < 0 || lane_index_drain_init() < 0 || lane_dispatch_init() < 0)
         return NULL;
     return PyModule_Create(&module);
 }

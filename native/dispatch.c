@@ -15,7 +15,7 @@
  */
 #include "lane.h"
 
-static PyObject *s_keys, *s_index_keys, *s_topic, *s_queue_id, *s_sys_flag, *s_tags_code, *s_max_offset_in_queue, *s_max_physic_offset,
+static PyObject *s_index_keys, *s_max_offset_in_queue, *s_max_physic_offset,
     *s_file_size, *s_queue, *s_files, *s_wrote_position, *s_allocated, *s_mm, *s_dirty;
 
 #define TRANSACTION_MASK 0xC
@@ -32,7 +32,7 @@ static int as_ll(PyObject *v, long long *out) {
 static int attr_ll(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
 
 /* a message's attribute (slots.c: the message class's slots read directly) */
-static int msg_ll(PyObject *m, PyObject *name, long long *out) { return as_ll(lane_getattr(m, name), out); }
+static int msg_ll(PyObject *m, int name, long long *out) { return as_ll(lane_get(m, name), out); }
 
 /* run_queue_offsets(msgs, cqs_by_key) -> (cqs, queue_offsets, [(cq, count), ...]) | None */
 PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args) {
@@ -49,9 +49,9 @@ PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *m = PyList_GetItem(msgs, i);
         long long sys_flag;
-        if (msg_ll(m, s_sys_flag, &sys_flag) < 0 || sys_flag & TRANSACTION_MASK)
+        if (msg_ll(m, A_SYS_FLAG, &sys_flag) < 0 || sys_flag & TRANSACTION_MASK)
             goto twin;
-        PyObject *topic = lane_getattr(m, s_topic), *queue_id = lane_getattr(m, s_queue_id);
+        PyObject *topic = lane_get(m, A_TOPIC), *queue_id = lane_get(m, A_QUEUE_ID);
         PyObject *key = (topic && queue_id) ? PyTuple_Pack(2, topic, queue_id) : NULL;
         Py_XDECREF(topic);
         Py_XDECREF(queue_id);
@@ -195,7 +195,7 @@ PyObject *lane_put_units(PyObject *self, PyObject *args) {
         unitq_t *u = &qs[q];
         long long phy = PyLong_AsLongLong(PyList_GetItem(offsets, i)), size = PyLong_AsLongLong(PyList_GetItem(sizes, i)),
                   index = PyLong_AsLongLong(PyList_GetItem(qos, i)), tags;
-        if (PyErr_Occurred() || msg_ll(PyList_GetItem(msgs, i), s_tags_code, &tags) < 0) {
+        if (PyErr_Occurred() || msg_ll(PyList_GetItem(msgs, i), A_TAGS_CODE, &tags) < 0) {
             failed = 1;
             break;
         }
@@ -234,7 +234,7 @@ PyObject *lane_index_pending(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *m = PyList_GetItem(msgs, i);
-        PyObject *keys = lane_getattr(m, s_keys);
+        PyObject *keys = lane_get(m, A_KEYS);
         if (keys == Py_None) {
             Py_DECREF(keys);
             keys = PyObject_CallMethodObjArgs(m, s_index_keys, NULL);
@@ -243,7 +243,7 @@ PyObject *lane_index_pending(PyObject *self, PyObject *args) {
             return NULL;
         int truth = PyObject_IsTrue(keys);
         if (truth > 0) {
-            PyObject *topic = lane_getattr(m, s_topic);
+            PyObject *topic = lane_get(m, A_TOPIC);
             PyObject *entry = topic ? PyTuple_Pack(4, topic, keys, PyList_GetItem(offsets, i), ts) : NULL;
             Py_XDECREF(topic);
             truth = entry == NULL ? -1 : PyList_Append(pending, entry);
@@ -258,9 +258,8 @@ PyObject *lane_index_pending(PyObject *self, PyObject *args) {
 
 int lane_dispatch_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
-    INTERN(s_keys, "keys") INTERN(s_index_keys, "index_keys")
-    INTERN(s_topic, "topic") INTERN(s_queue_id, "queue_id") INTERN(s_sys_flag, "sys_flag")
-    INTERN(s_tags_code, "tags_code") INTERN(s_max_offset_in_queue, "max_offset_in_queue")
+    INTERN(s_index_keys, "index_keys")
+    INTERN(s_max_offset_in_queue, "max_offset_in_queue")
     INTERN(s_max_physic_offset, "max_physic_offset") INTERN(s_file_size, "file_size") INTERN(s_queue, "queue")
     INTERN(s_files, "files") INTERN(s_wrote_position, "wrote_position") INTERN(s_allocated, "allocated")
     INTERN(s_mm, "mm") INTERN(s_dirty, "dirty")

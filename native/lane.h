@@ -76,7 +76,18 @@ static inline void fmt_hex16(char *out, unsigned long long v) {
 }
 
 /* _lane.c: a common message's stored properties (plain_properties without the argument parsing) */
-PyObject *lane_plain_properties(PyObject *raw_o, const char *suffix, Py_ssize_t sl);
+/* a message's raw properties read once (new references) */
+typedef struct {
+    PyObject *index_keys, *tags_code;
+    int wait, special;
+} props_scan_t;
+int lane_scan_properties(const char *raw, Py_ssize_t n, props_scan_t *out);
+/* the common message's stored properties and what the index and queue need (new references) */
+typedef struct {
+    PyObject *final, *index_keys, *tags_code;
+} plain_props_t;
+int lane_plain_properties(const char *raw, Py_ssize_t n, const char *suffix, Py_ssize_t sl, plain_props_t *out);
+PyObject *lane_tuple(Py_ssize_t n, PyObject *const items[]);
 
 /* _lane.c: a MessageExtBrokerInner of its 13 constructor arguments, made without running __init__ */
 PyObject *lane_new_inner(PyObject *cls, PyObject *const values[13]);
@@ -102,9 +113,15 @@ PyObject *lane_run_queue_offsets(PyObject *self, PyObject *args);
 PyObject *lane_put_units(PyObject *self, PyObject *args);
 PyObject *lane_index_pending(PyObject *self, PyObject *args);
 
-/* slots.c: PyObject_GetAttr / PyObject_SetAttr for the message objects, their slots read and set directly */
-PyObject *lane_getattr(PyObject *o, PyObject *name);
-int lane_setattr(PyObject *o, PyObject *name, PyObject *v);
+/* slots.c: PyObject_GetAttr / PyObject_SetAttr for the message objects' attributes, their slots read and set
+ * directly; the attributes in the order of lane_new_inner's values (MessageExtBrokerInner.__init__'s) */
+enum lane_attr {
+    A_TOPIC, A_QUEUE_ID, A_BODY, A_FLAG, A_PROPERTIES_RAW, A_TAGS_CODE, A_SYS_FLAG, A_BORN_TIMESTAMP, A_BORN_HOST,
+    A_BORN_PORT, A_RECONSUME_TIMES, A_PREPARED_TRANSACTION_OFFSET, A_KEYS, A_COUNT
+};
+PyObject *lane_get(PyObject *o, int attr);
+int lane_set(PyObject *o, int attr, PyObject *v);
+int lane_slots_init(void);
 int lane_dispatch_init(void);
 
 #endif

@@ -55,15 +55,39 @@ static void plain_init(void) {
         PLAIN[c] = c != '"' && c != '\\';
 }
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* where the plain span from p ends (the first byte that is not PLAIN, or end): eight bytes a step, a byte-wise
+ * finish. A byte stops the span when it is '"', '\\', below 0x20 or from 0x80: each test's lowest flagged byte is
+ * exact (borrows only flag bytes above a true one), so the lowest flag of them all is the first such byte. */
+static const unsigned char *plain_end(const unsigned char *p, const unsigned char *end) {
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+        uint64_t stop = (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w) | w) & HIGHS;
+        if (stop != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+            return p + (__builtin_ctzll(stop) >> 3);
+#else
+            break; /* the byte-wise finish finds it */
+#endif
+        }
+        p += 8;
+    }
+    while (p < end && PLAIN[*p])
+        p++;
+    return p;
+}
+
 static int js_str(js_t *j, Py_ssize_t *start, Py_ssize_t *len) {
     if (!js_char(j, '"'))
         return 0;
     const unsigned char *p = j->p, *end = j->end;
     unsigned char *o = j->out + j->outn, *o0 = o;
     for (;;) {
-        const unsigned char *q = p; /* the common case: a span copied as is */
-        while (q < end && PLAIN[*q])
-            q++;
+        const unsigned char *q = plain_end(p, end); /* the common case: a span copied as is */
         memcpy(o, p, (size_t)(q - p));
         o += q - p;
         p = q;
@@ -621,39 +645,35 @@ static PyObject *plain_message(const unsigned char *hdr, Py_ssize_t hlen, PyObje
     Py_ssize_t sl;
     if (PyBytes_AsStringAndSize(ctx[3], &suffix, &sl) < 0)
         return NULL;
-    PyObject *raw = PyBytes_FromStringAndSize((const char *)scratch + h.props, h.props_len);
-    if (raw == NULL)
-        return NULL;
-    PyObject *plain = lane_plain_properties(raw, suffix, sl);
-    Py_DECREF(raw);
-    if (plain == NULL) {
+    plain_props_t pp;
+    int rc = lane_plain_properties((const char *)scratch + h.props, h.props_len, suffix, sl, &pp);
+    if (rc < 0) {
         PyErr_Clear(); /* (properties that are not UTF-8 cannot come from an ASCII header) */
         return Py_None;
     }
-    if (plain == Py_None) { /* DELAY, TRAN_MSG, CLUSTER or TIMER_DELIVER_MS: the full path */
-        Py_DECREF(plain);
+    if (rc == 0) /* DELAY, TRAN_MSG, CLUSTER or TIMER_DELIVER_MS: the full path */
         return Py_None;
-    }
-    PyObject *props = PyTuple_GetItem(plain, 0);
-    if (PyBytes_Size(props) > MAX_PROPERTIES_SIZE) {
-        Py_DECREF(plain);
-        return Py_None;
-    }
-    PyObject *queue_id = PyLong_FromLongLong(h.queue_id), *flag = PyLong_FromLongLong(h.flag),
-             *sys = PyLong_FromLongLong(sys_flag), *born_ts = PyLong_FromLongLong(h.born_ts),
-             *reconsume = PyLong_FromLongLong(h.reconsume_times), *zero = PyLong_FromLong(0);
     PyObject *msg = NULL;
-    if (queue_id && flag && sys && born_ts && reconsume && zero)
-        msg = lane_new_inner(ctx[2], (PyObject *const[13]){tc->topic, queue_id, body, flag, props,
-                                                           PyTuple_GetItem(plain, 2), sys, born_ts, ctx[5], ctx[6],
-                                                           reconsume, zero, PyTuple_GetItem(plain, 1)});
-    Py_XDECREF(queue_id);
-    Py_XDECREF(flag);
-    Py_XDECREF(sys);
-    Py_XDECREF(born_ts);
-    Py_XDECREF(reconsume);
-    Py_XDECREF(zero);
-    Py_DECREF(plain);
+    if (PyBytes_Size(pp.final) <= MAX_PROPERTIES_SIZE) {
+        PyObject *queue_id = PyLong_FromLongLong(h.queue_id), *flag = PyLong_FromLongLong(h.flag),
+                 *sys = PyLong_FromLongLong(sys_flag), *born_ts = PyLong_FromLongLong(h.born_ts),
+                 *reconsume = PyLong_FromLongLong(h.reconsume_times), *zero = PyLong_FromLong(0);
+        if (queue_id && flag && sys && born_ts && reconsume && zero)
+            msg = lane_new_inner(ctx[2], (PyObject *const[13]){tc->topic, queue_id, body, flag, pp.final,
+                                                               pp.tags_code, sys, born_ts, ctx[5], ctx[6], reconsume,
+                                                               zero, pp.index_keys});
+        Py_XDECREF(queue_id);
+        Py_XDECREF(flag);
+        Py_XDECREF(sys);
+        Py_XDECREF(born_ts);
+        Py_XDECREF(reconsume);
+        Py_XDECREF(zero);
+    } else {
+        msg = Py_None;
+    }
+    Py_DECREF(pp.final);
+    Py_DECREF(pp.index_keys);
+    Py_DECREF(pp.tags_code);
     return msg;
 }
 
@@ -843,7 +863,6 @@ fail:
 /* success_frames                                                                                    */
 /* ------------------------------------------------------------------------------------------------ */
 
-static PyObject *s_queue_id_attr;
 
 /* success_frames(segments, host_hex, msgs, phy_offsets, queue_offsets, opaques) -> bytes: the SUCCESS answer
  * of each message of a stored group, back to back; each is success_frame(segments, host_hex + "%016X" % phy,
@@ -877,7 +896,7 @@ PyObject *lane_success_frames(PyObject *self, PyObject *args) {
         return NULL;
     unsigned char *start = (unsigned char *)PyBytes_AsString(out), *p = start;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *q = lane_getattr(PyList_GetItem(msgs, i), s_queue_id_attr);
+        PyObject *q = lane_get(PyList_GetItem(msgs, i), A_QUEUE_ID);
         long long queue_id = q ? PyLong_AsLongLong(q) : -1;
         Py_XDECREF(q);
         long long phy = PyLong_AsLongLong(PyList_GetItem(phys, i)), qo = PyLong_AsLongLong(PyList_GetItem(qos, i)),
@@ -945,6 +964,5 @@ int lane_read_sends_init(void) {
     plain_init();
     return (s_write_queue_nums = PyUnicode_InternFromString("write_queue_nums")) != NULL &&
            (s_read_queue_nums = PyUnicode_InternFromString("read_queue_nums")) != NULL &&
-           (s_topic_filter_type = PyUnicode_InternFromString("topic_filter_type")) != NULL &&
-           (s_queue_id_attr = PyUnicode_InternFromString("queue_id")) != NULL ? 0 : -1;
+           (s_topic_filter_type = PyUnicode_InternFromString("topic_filter_type")) != NULL ? 0 : -1;
 }

@@ -78,6 +78,24 @@ def headers(draw: st.DrawFn) -> bytes:
     return text.replace('{"code": 310', '{"code":310', 1).encode()
 
 
+@pytest.mark.parametrize("at", range(18))
+def test_every_byte_anywhere_in_a_string_is_read_as_the_typed_path_reads_it(at: int) -> None:
+    """The lane scans a string's plain run eight bytes at a time: each byte value, at each place of the first,
+    second and third eight (and the tail), stops the run exactly where a byte-by-byte scan would."""
+    for byte in range(256):
+        topic = bytearray(b"T" * 18)
+        topic[at] = byte
+        header = (b'{"code":310,"extFields":{"a":"pg","b":"' + bytes(topic) + b'","e":"1","g":"1700000000000"},'
+                  b'"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":399}')
+        read = lane.send_header(header)
+        if byte >= 0x80 or byte < 0x20 or byte in b'"\\':
+            assert read is None, (at, byte)  # escapes, controls and UTF-8 go to the Python path
+            continue
+        typed = decode_send_v2_frame(header, b"")
+        assert typed is not None and read is not None, (at, byte)
+        assert read[1] == typed.header.topic == topic.decode(), (at, byte)
+
+
 @settings(max_examples=500, deadline=None)
 @given(header=headers())
 def test_send_header_reads_what_the_typed_path_reads(header: bytes) -> None:
