@@ -16,8 +16,8 @@ from rocketmq_emulator.protocol.bodies import MessageQueue
 from rocketmq_emulator.protocol.codes import MessageSysFlag
 from rocketmq_emulator.protocol.errors import ProtocolError
 from rocketmq_emulator.protocol.message import (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS, PROPERTY_RETRY_TOPIC,
-                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, BatchItem, MessageExt,
-                                                encode_batch, pack_host)
+                                                PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK, MessageExt,
+                                                encode_batch_rows, pack_host)
 
 from .errors import InvalidArgumentError
 
@@ -196,16 +196,20 @@ def encode_batch_columns(bodies: list[Any], tags: list[Any] | None = None, keys:
     `Message` per row. Returns (body, unique ids, total body bytes)."""
     n = len(bodies)
     ids = new_unique_ids(n)
-    items: list[BatchItem] = []
+    encoded: list[bytes] = []
+    props_raw: list[bytes] = []
     total = 0
     for i in range(n):
         body = bodies[i]
-        if isinstance(body, str):
+        if type(body) is str:
             body = body.encode()
-        elif not isinstance(body, bytes):
-            if not isinstance(body, (bytearray, memoryview)):
+        elif type(body) is not bytes:
+            if isinstance(body, str):
+                body = body.encode()
+            elif isinstance(body, (bytes, bytearray, memoryview)):
+                body = bytes(body)
+            else:
                 raise InvalidArgumentError(f"message body must be bytes or str, not {type(body).__name__}")
-            body = bytes(body)
         if not body:
             raise InvalidArgumentError("message body is empty; the broker refuses empty messages")
         props = ""
@@ -218,9 +222,10 @@ def encode_batch_columns(bodies: list[Any], tags: list[Any] | None = None, keys:
         if keys is not None and keys[i]:
             props += f"KEYS\x01{keys[i]}\x02"
         total += len(body)
-        items.append(BatchItem(body, properties_raw=f"{props}WAIT\x01true\x02UNIQ_KEY\x01{ids[i]}".encode()))
+        encoded.append(body)
+        props_raw.append(f"{props}WAIT\x01true\x02UNIQ_KEY\x01{ids[i]}".encode())
     try:
-        return encode_batch(items), ids, total
+        return encode_batch_rows(encoded, props_raw), ids, total
     except ProtocolError as exc:  # a properties string over 32767 bytes
         raise InvalidArgumentError(str(exc)) from None
 

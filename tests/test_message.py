@@ -231,3 +231,17 @@ def test_java_hash_set_order_is_the_real_name_servers_topic_list_order():
         "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "broker-a",
         "TBW102", "PT_NS", "SELF_TEST_TOPIC", "DefaultCluster"]
     assert java_hash_set_order(["DefaultCluster", "broker-a"]) == ["broker-a", "DefaultCluster"]
+
+
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=40), st.binary(max_size=40)), max_size=8))
+def test_a_batch_from_columns_is_the_batch_of_its_items(rows: list[tuple[bytes, bytes]]) -> None:
+    from rocketmq_emulator.protocol.message import encode_batch_rows
+    bodies, props = [b for b, _ in rows], [p for _, p in rows]
+    assert encode_batch_rows(bodies, props) == encode_batch([BatchItem(b, properties_raw=p) for b, p in rows])
+
+
+def test_a_batch_from_columns_refuses_properties_over_32767_bytes() -> None:
+    from rocketmq_emulator.protocol.message import encode_batch_rows
+    assert len(encode_batch_rows([b"x"], [b"p" * 32767])) == 22 + 1 + 32767
+    with pytest.raises(ProtocolError, match="32768 bytes exceed 32767"):
+        encode_batch_rows([b"x"], [b"p" * 32768])
