@@ -75,8 +75,7 @@ static inline void fmt_hex16(char *out, unsigned long long v) {
         out[i] = digits[v & 15];
 }
 
-/* _lane.c: a common message's stored properties (plain_properties without the argument parsing) */
-/* a message's raw properties read once (new references) */
+/* _lane.c: a message's raw properties read once (new references) */
 typedef struct {
     PyObject *index_keys, *tags_code;
     int wait, special;
