@@ -194,12 +194,17 @@ def test_unacked_messages_come_back_after_a_kill_9_and_acked_ones_never_do(grpc_
 
 
 def test_transactions_commit_and_a_check_back_reaches_the_5x_producer(tmp_path):
-    g = Grpc(tmp_path, "--transaction-timeout", "500", "--transaction-check-interval", "300")
+    # The 5.x Python client stamps bornTimestamp in whole seconds (int(time.time())), so a half message looks up
+    # to a second older than it is, to this broker as to 4.9.8's check (age = now - bornTimestamp): a
+    # transactionTimeOut under a second could check a message its producer is about to commit (and the commit
+    # then finds the transaction decided). 2 s leaves the commit a second; the held producer is checked well
+    # within its 5 s.
+    g = Grpc(tmp_path, "--transaction-timeout", "2000", "--transaction-check-interval", "300")
     try:
         finished(g.run("produce", "--topic", "X", "--count", "1", "--transaction", "commit", "--body-prefix", "c"))
         finished(g.run("produce", "--topic", "X", "--count", "1", "--transaction", "rollback", "--body-prefix", "r"))
         checked = g.run("produce", "--topic", "X", "--count", "1", "--transaction", "unknown", "--checker", "commit",
-                        "--hold", "4", "--body-prefix", "u")
+                        "--hold", "5", "--body-prefix", "u")
         events = finished(checked)
         assert [e["body"] for e in events if e["event"] == "checked"][:1] == ["u0"], checked.describe()
         got = finished(g.run("simple", "--topic", "X", "--group", "TX", "--duration", "6", "--await", "2"))
