@@ -21,7 +21,7 @@ import time
 from rocketmq_emulator.client.config import DEFAULT_NAMESRV
 from rocketmq_emulator.protocol.topics import name_problem
 
-from .args import EXIT_FAILURE, EXIT_USAGE, int_range, namesrv_list, report_error
+from .args import EXIT_FAILURE, EXIT_USAGE, float_range, int_range, namesrv_list, report_error
 
 _SPAN_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -89,6 +89,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], command
     p.add_argument("--seed", type=int_range(0, 2**31 - 1), default=0, help="generator seed (default 0)")
     p.add_argument("--partitions", type=int_range(1, 10_000), help="Spark partitions (default: by size)")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--progress-interval", type=float_range(0.1, 3600, what=" seconds"),
+                   metavar="SECONDS", help="seconds between two progress lines on stderr (default 1)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
 
@@ -124,7 +126,8 @@ def run(args: argparse.Namespace, started: float | None = None) -> int:
         outcome = run_seed_job(args.namesrv, args.topic, messages=args.messages, source=args.source,
                                queues=args.queues, body_size=args.body_size, keys=args.keys, tags=args.tags,
                                time_span_s=args.time_span, seed=args.seed, partitions=args.partitions,
-                               master=args.master, started=started)
+                               master=args.master, started=started,
+                               progress_interval=args.progress_interval)
     except SeedJobError as exc:
         report_error(str(exc), exc.code, as_json=args.json)
         return EXIT_FAILURE

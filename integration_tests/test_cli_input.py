@@ -38,6 +38,7 @@ BAD_VALUES = [
     ["seed", "-t", "T", "--messages", "5", "--tags", "TagA:0"],
     ["seed", "-t", "T", "--messages", "5", "--time-span", "soon"],
     ["seed", "-t", "T", "--messages", "5", "--keys", "a b"],
+    ["seed", "-t", "T", "--messages", "5", "--progress-interval", "0"],
     ["seed", "-t", "T"],
     ["produce", "-t", "T", "-c", "-5"],
     ["produce", "-t", "T", "-c", "ten"],

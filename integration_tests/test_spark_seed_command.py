@@ -109,9 +109,12 @@ def test_seed_to_a_missing_topic_without_auto_creation_fails_before_spark_starts
         b.stop()
 
 
-def test_the_seed_command_shows_messages_landed_every_second_and_both_times(broker):
-    proc = subprocess.run([*COMMAND, "seed", "-n", broker.namesrv_addr,
-                           "-t", "Progress", "--messages", "200000", "--queues", "4", "--master", "local[2]"],
+def test_the_seed_command_shows_messages_landed_at_each_interval_and_both_times(broker):
+    # --progress-interval 0.1: the 200,000 messages land within a second or two at the end of the write phase
+    # (its first seconds are Spark planning and starting its Python workers), which lines a second apart can
+    # miss entirely; ten a second cannot.
+    proc = subprocess.run([*COMMAND, "seed", "-n", broker.namesrv_addr, "-t", "Progress", "--messages", "200000",
+                           "--queues", "4", "--master", "local[2]", "--progress-interval", "0.1"],
                           cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": sys.executable}, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,12 +122,14 @@ def test_the_seed_command_shows_messages_landed_every_second_and_both_times(brok
     assert progress and all(progress), proc.stderr[-3000:]
     counts = [int(m.group(1).replace(",", "")) for m in progress]
     elapsed = [float(m.group(4)) for m in progress]
+    lines = "\n".join(m.group(0) for m in progress)
     assert {m.group(2) for m in progress} == {"200,000"}
-    assert counts == sorted(counts) and counts[-1] == 200_000, counts  # never backwards, ends at the total
-    assert any(0 < c < 200_000 for c in counts), counts  # seen while the write runs
+    assert counts == sorted(counts) and counts[-1] == 200_000, lines  # never backwards, ends at the total
+    assert any(0 < c < 200_000 for c in counts), lines  # seen while the write runs
     assert progress[0].group(5) == "starting Spark (local[2])" and progress[-1].group(5) == "done"
     assert "writing" in {m.group(5) for m in progress}
-    assert max(b - a for a, b in zip(elapsed, elapsed[1:])) < 2.5, elapsed  # one line a second (some slack)
+    assert max(b - a for a, b in zip(elapsed, elapsed[1:])) < 1.5, lines  # a line each 0.1 s (some slack)
+    assert len(progress) > 3 * elapsed[-1], lines  # (at 1 s, the default, it would be one a second)
     assert "[Stage" not in proc.stderr  # Spark's own console progress bar is off
     summary = _SUMMARY.fullmatch(proc.stdout.strip())
     assert summary, proc.stdout

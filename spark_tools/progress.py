@@ -25,12 +25,13 @@ POLL_TIMEOUT = 10.0
 
 
 class Progress:
-    """`with Progress(namesrv, target, total, t0) as p: p.phase = "writing"; ...` (`total` may be set later)."""
+    """`with Progress(namesrv, target, total, t0) as p: p.phase = "writing"; ...` (`total` may be set later;
+    `interval`: seconds between two lines, default INTERVAL)."""
 
     def __init__(self, namesrv: str, target: SeedTarget, total: int | None, started: float,
-                 stream: TextIO, interval: float = INTERVAL) -> None:
+                 stream: TextIO, interval: float | None = None) -> None:
         self.namesrv, self.target, self.total, self.started = namesrv, target, total, started
-        self.stream, self.interval = stream, interval
+        self.stream, self.interval = stream, INTERVAL if interval is None else interval
         self.phase = "starting"
         self.landed = 0
         self._tty = stream.isatty()

@@ -58,7 +58,7 @@ def _first_line(exc: BaseException) -> str:
 def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str | None, queues: int | None,
                  body_size: tuple[int, int], keys: int | str | None, tags: str | None, time_span_s: float,
                  seed: int, partitions: int | None, master: str, started: float,
-                 stream: TextIO | None = None) -> SeedOutcome:
+                 stream: TextIO | None = None, progress_interval: float | None = None) -> SeedOutcome:
     """Generate `messages` (or write the rows of `source`) to `topic`; progress lines on `stream` (stderr), timed
     from `started` (time.monotonic()). SeedJobError when a step fails (the progress line says `failed` first)."""
     from .preflight import PreflightError, check_target  # the project's client only: no pyspark, no JVM yet
@@ -72,7 +72,7 @@ def run_seed_job(namesrv: str, topic: str, *, messages: int | None, source: str 
         raise SeedJobError(f"seed needs pyspark (and pyarrow): {install_hint('spark')} ({exc})",
                            "SETUP") from None
     from .progress import Progress
-    progress = Progress(namesrv, target, messages, started, stream or sys.stderr)
+    progress = Progress(namesrv, target, messages, started, stream or sys.stderr, interval=progress_interval)
     progress.phase = f"starting Spark ({master})"
     progress.start()
 
