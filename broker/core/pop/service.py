@@ -316,7 +316,9 @@ class PopService:
         if ck is None or handle.offset in ck.acked:
             raise BrokerError(ResponseCode.NO_MESSAGE, "the receipt handle is not in flight (acked, expired and "
                                                        "revived, or superseded)")
-        now = self.broker.clock.now_ms()
+        # the new pop time differs from the old one even in the same millisecond (it is what tells the handles
+        # apart: an ack with the superseded handle must name nothing); at most 1 ms later than now
+        now = max(self.broker.clock.now_ms(), ck.pop_time + 1)
         new = PopCheckpoint(self._new_id(), group, ck.topic, ck.queue_id, [handle.offset], now, invisible_ms,
                             order=ck.order, end_offset=ck.end_offset,
                             attempts={handle.offset: ck.attempts.get(handle.offset, 1)})
