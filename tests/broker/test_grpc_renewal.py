@@ -54,6 +54,7 @@ async def test_a_gone_client_releases_its_messages_in_a_second(tmp_path):
         renewal.add("c1", "G", "msg-1", held)
         clients.clear()  # NotifyClientTermination, or silence past the channel expiry
         renewal.scan()
-        assert held.next_visible_ms - harness.broker.clock.now_ms() <= INVISIBLE_WHEN_CLEAR_MS
+        # (+1: a change in the pop's own millisecond gets the next one, which tells the handles apart)
+        assert held.next_visible_ms - harness.broker.clock.now_ms() <= INVISIBLE_WHEN_CLEAR_MS + 1
         assert renewal.held == {}
         assert harness.broker.pop_service.revive(harness.broker.clock.now_ms() + 1500) == 1  # back to the group
