@@ -112,7 +112,9 @@ async def test_server_requests(emulator):
         other.subscribe(TOPIC, "TagS")
         other.on_message(lambda m: None)
         async with other:
-            assert await wait_for(lambda: len(consumer.assignment() & other.assignment()) == 0 and
+            # (both own some: before the other's first rebalance, an empty assignment is trivially disjoint)
+            assert await wait_for(lambda: consumer.assignment() and other.assignment() and
+                                  len(consumer.assignment() & other.assignment()) == 0 and
                                   len(consumer.assignment() | other.assignment()) == 3, 10)
         assert await wait_for(lambda: len(consumer.assignment()) == 3, 10)
         assert await wait_for(lambda: consumer.assignment() == owned, 10)
