@@ -334,7 +334,6 @@ int lane_plain_properties(const char *raw, Py_ssize_t n, const char *suffix, Py_
 /* pack_records                                                                                      */
 /* ------------------------------------------------------------------------------------------------ */
 
-
 /* A MessageExtBrokerInner (or any class whose __init__ only stores its 13 arguments as these attributes, in this
  * order) made without running __init__: allocated as object.__new__ does, each attribute set as __init__ sets it
  * (a Python __init__ call is most of the cost of making one). Any other class is called. */

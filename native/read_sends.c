@@ -863,7 +863,6 @@ fail:
 /* success_frames                                                                                    */
 /* ------------------------------------------------------------------------------------------------ */
 
-
 /* success_frames(segments, host_hex, msgs, phy_offsets, queue_offsets, opaques) -> bytes: the SUCCESS answer
  * of each message of a stored group, back to back; each is success_frame(segments, host_hex + "%016X" % phy,
  * msg.queue_id, queue_offset, opaque). */
